@@ -1,0 +1,1 @@
+"""tokend.client: a small typed Python client for the tokend gRPC service."""

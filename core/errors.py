@@ -1,0 +1,75 @@
+"""Errors raised by tokend.core.
+
+Each class also inherits the builtin a caller would naturally catch (``ValueError``,
+``LookupError``, ...), so code written against tiktoken keeps working. The server maps these
+classes to gRPC status codes in one table (``tokend.server.errors``); the client maps them back.
+"""
+
+from __future__ import annotations
+
+
+class TokendError(Exception):
+    """Base class of every error tokend raises on purpose."""
+
+
+class InvalidInput(TokendError, ValueError):
+    """The caller passed something malformed: bad reference, unknown id, disallowed special."""
+
+
+class DisallowedSpecialToken(InvalidInput):
+    """Text contains a special token that the encode call did not allow."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        super().__init__(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            "If you want this text to be encoded as a special token, pass it to "
+            f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+            "If you want this text to be encoded as normal text, disable the check for this "
+            f"token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+            "To disable this check for all special tokens, pass `disallowed_special=()`."
+        )
+
+
+class UnknownTokenId(InvalidInput):
+    """A token id that is not in the vocabulary was passed to decode."""
+
+    def __init__(self, token_id: int, n_vocab: int) -> None:
+        self.token_id = token_id
+        super().__init__(f"Invalid token id {token_id}: not in the vocabulary (n_vocab={n_vocab})")
+
+
+class InvalidName(InvalidInput):
+    """A tokenizer name, alias or version does not follow the registry's naming rule."""
+
+
+class UnknownTokenizer(TokendError, LookupError):
+    """No tokenizer, version or alias of that name exists."""
+
+
+class AlreadyExists(TokendError, FileExistsError):
+    """Something with that name already exists and may not be replaced."""
+
+
+class LimitExceeded(TokendError, ValueError):
+    """A configured size limit was hit; the message names the limit and its value."""
+
+    def __init__(self, what: str, value: int, limit: int, flag: str | None = None) -> None:
+        self.what = what
+        self.value = value
+        self.limit = limit
+        self.flag = flag
+        hint = f" (raise it with {flag})" if flag else ""
+        super().__init__(f"{what} is {value}, over the limit of {limit}{hint}")
+
+
+class CorruptData(TokendError, ValueError):
+    """A file on disk failed its checksum or could not be parsed; names file and line."""
+
+
+class FailedPrecondition(TokendError, RuntimeError):
+    """The operation is refused in the current state (delete an aliased version, a built-in...)."""
+
+
+class Cancelled(TokendError):
+    """A long operation (training) was cancelled on request; nothing was left behind."""

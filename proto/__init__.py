@@ -1,0 +1,1 @@
+"""tokend.proto: the service contract and the Python code generated from it."""

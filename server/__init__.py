@@ -1,0 +1,1 @@
+"""tokend.server: the gRPC service over tokend.core (servicer, config, metrics, workers)."""

@@ -1,0 +1,39 @@
+"""The package layout: one ``tokend`` namespace, core free of gRPC, a working CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+class TestLayout:
+    def test_core_imports_no_grpc(self) -> None:
+        """tokend.core must stay usable without grpc, protobuf or prometheus loaded."""
+        code = (
+            "import sys, tokend.core\n"
+            "heavy = ('grpc', 'google.protobuf', 'prometheus_client')\n"
+            "bad = [m for m in heavy if m in sys.modules]\n"
+            "print(','.join(bad))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert out == ""
+
+    def test_no_generic_top_level_names_installed(self) -> None:
+        """core/client/server/proto are importable only under tokend.*."""
+        import tokend.core
+
+        assert tokend.core.__name__ == "tokend.core"
+        assert tokend.core.__file__ is not None
+        assert tokend.core.__file__.endswith("core/__init__.py")
+
+    def test_cli_version(self) -> None:
+        """The console script answers --version."""
+        out = subprocess.run(
+            [sys.executable, "-m", "tokend.cli", "--version"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert out.startswith("tokend ")

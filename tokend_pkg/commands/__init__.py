@@ -1,0 +1,1 @@
+"""Subcommands of the ``tokend`` CLI, one module per command group."""
