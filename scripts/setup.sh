@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+# Serialize concurrent set-ups of the same checkout (two pip runs in one venv corrupt it).
+exec 9>".setup.lock"
+flock 9
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
