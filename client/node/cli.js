@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+'use strict';
+// Round-trip texts through a tokend server: Encode, CountTokens and Decode, printed as JSON.
+//
+//   echo '{"tokenizer": "o200k_base", "texts": ["hello world"]}' | node cli.js --target 127.0.0.1:50051
+//
+// Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}] }.
+// Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
+//                          decoded: [string] }.
+// On an RPC error: exit status 1 and { error: { code, details } } on stdout.
+
+const { TokendClient } = require('./index');
+
+function parseArgs(argv) {
+  const args = { target: '127.0.0.1:50051', token: null, timeoutMs: 10000 };
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === '--target') {
+      args.target = value;
+      i += 1;
+    } else if (flag === '--token') {
+      args.token = value;
+      i += 1;
+    } else if (flag === '--timeout-ms') {
+      args.timeoutMs = Number(value);
+      i += 1;
+    } else {
+      throw new Error(`unknown argument ${JSON.stringify(flag)} (known: --target, --token, --timeout-ms)`);
+    }
+  }
+  return args;
+}
+
+function readStdin() {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    process.stdin.on('data', (chunk) => chunks.push(chunk));
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    process.stdin.on('error', reject);
+  });
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const input = JSON.parse(await readStdin());
+  const client = new TokendClient(args.target, { token: args.token, timeoutMs: args.timeoutMs });
+  try {
+    const encoded = await client.encode(input.tokenizer, input.texts);
+    const counted = await client.countTokens(input.tokenizer, input.texts, input.messages || []);
+    const decoded = [];
+    for (const result of encoded.results) {
+      const reply = await client.decode(input.tokenizer, result.ids);
+      decoded.push(reply.text);
+    }
+    const output = {
+      tokenizer: encoded.tokenizer,
+      ids: encoded.results.map((r) => r.ids),
+      counts: counted.counts,
+      messages_count: counted.messages_count,
+      total: counted.total,
+      decoded,
+    };
+    process.stdout.write(`${JSON.stringify(output)}\n`);
+    return 0;
+  } catch (err) {
+    if (err && typeof err.code === 'number') {
+      process.stdout.write(`${JSON.stringify({ error: { code: err.code, details: err.details } })}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    client.close();
+  }
+}
+
+main().then(
+  (status) => {
+    process.exitCode = status;
+  },
+  (err) => {
+    process.stderr.write(`tokend-node: ${err && err.stack ? err.stack : err}\n`);
+    process.exitCode = 2;
+  },
+);
