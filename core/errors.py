@@ -73,3 +73,19 @@ class FailedPrecondition(TokendError, RuntimeError):
 
 class Cancelled(TokendError):
     """A long operation (training) was cancelled on request; nothing was left behind."""
+
+
+class Unauthenticated(TokendError, PermissionError):
+    """An admin operation was called without credentials (no ``authorization`` metadata)."""
+
+
+class PermissionDenied(TokendError, PermissionError):
+    """The credentials of an admin operation are wrong."""
+
+
+class Unavailable(TokendError, ConnectionError):
+    """The server is draining (shutting down) or cannot serve right now; retry elsewhere."""
+
+
+class DeadlineExceeded(TokendError, TimeoutError):
+    """The caller's deadline passed before the work was done."""
