@@ -89,3 +89,7 @@ class Unavailable(TokendError, ConnectionError):
 
 class DeadlineExceeded(TokendError, TimeoutError):
     """The caller's deadline passed before the work was done."""
+
+
+class UnknownJob(TokendError, LookupError):
+    """No training job has that id (ids are listed by ListTrainJobs / `tokend train list`)."""
