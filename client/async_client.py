@@ -1,0 +1,360 @@
+"""The asyncio client (grpc.aio): the same methods as ``Client``, awaitable.
+
+>>> async with AsyncClient("127.0.0.1:50051") as tok:    # doctest: +SKIP
+...     (await tok.count_tokens("gpt-4o", "hello world")).total
+2
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import grpc
+from grpc import aio
+
+from tokend.client import _convert
+from tokend.client._convert import AllowedSpecial, CountInput, DisallowedSpecial, MessageLike
+from tokend.client.channel import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    TlsConfig,
+    auth_metadata,
+    channel_options,
+    resolve_tls,
+)
+from tokend.client.errors import error_from_rpc, job_outcome
+from tokend.client.results import (
+    CountResult,
+    DecodeResult,
+    EncodeResult,
+    TokenizerManifest,
+    TokenizerSummary,
+    TrainJob,
+    TrainSpec,
+)
+from tokend.client.sync_client import DEFAULT_TIMEOUT
+from tokend.v1 import tokenizer_pb2 as pb
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+
+class AsyncClient:
+    """An asyncio tokend client over one ``grpc.aio`` channel; see ``Client`` for the options.
+
+    Create it inside the running event loop (grpc.aio channels belong to one loop).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tls: bool | TlsConfig | None = None,
+        token: str | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.target = target
+        self.timeout = timeout
+        self._metadata = auth_metadata(token)
+        tls_config = resolve_tls(tls)
+        opts = channel_options(
+            max_attempts=max_attempts,
+            max_message_bytes=max_message_bytes,
+            server_name=tls_config.server_name if tls_config else None,
+            extra=options,
+        )
+        if tls_config is None:
+            self._channel = aio.insecure_channel(target, options=opts)
+        else:
+            self._channel = aio.secure_channel(target, tls_config.credentials(), options=opts)
+        self._stub = pb_grpc.TokenizerServiceStub(self._channel)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await self._channel.close(grace=None)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def wait_ready(self, timeout: float = 10.0) -> None:
+        """Wait until the channel is connected (TimeoutError after ``timeout`` seconds)."""
+        import asyncio  # noqa: PLC0415  (only this method needs it)
+
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), timeout)
+        except TimeoutError as err:
+            raise TimeoutError(f"tokend at {self.target} not reachable within {timeout}s") from err
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        return self.timeout if timeout is None else timeout
+
+    # -- encode / decode / count -------------------------------------------------------------
+
+    async def encode(
+        self,
+        tokenizer: str,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        details: bool = False,
+        timeout: float | None = None,
+    ) -> EncodeResult:
+        """Encode one text; special-token arguments have tiktoken's meaning and defaults."""
+        results = await self.encode_batch(
+            tokenizer,
+            [text],
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            details=details,
+            timeout=timeout,
+        )
+        return results[0]
+
+    async def encode_batch(
+        self,
+        tokenizer: str,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        details: bool = False,
+        timeout: float | None = None,
+    ) -> list[EncodeResult]:
+        request = _convert.encode_request(
+            tokenizer,
+            texts,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            details=details,
+        )
+        try:
+            response = await self._stub.Encode(
+                request, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.encode_results(response, details=details)
+
+    async def encode_stream(
+        self,
+        tokenizer: str,
+        text: str | Iterable[str] | AsyncIterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        chunk_chars: int = _convert.STREAM_CHUNK_CHARS,
+        timeout: float | None = None,
+    ) -> AsyncIterator[int]:
+        """Encode a long text sent in chunks; yields ids as they become final."""
+        policy = _convert.special_policy(allowed_special, disallowed_special)
+        chunks: Iterable[str] | AsyncIterable[str] = (
+            text if isinstance(text, AsyncIterable) else _convert.text_chunks(text, chunk_chars)
+        )
+        requests = _convert.encode_stream_requests_async(tokenizer, chunks, policy)
+        try:
+            call = self._stub.EncodeStream(
+                requests, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+            async for response in call:
+                for token_id in response.ids:
+                    yield token_id
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+
+    async def decode(
+        self, tokenizer: str, ids: Sequence[int], *, timeout: float | None = None
+    ) -> DecodeResult:
+        request = _convert.decode_request(tokenizer, ids)
+        try:
+            response = await self._stub.Decode(
+                request, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.decode_result(response)
+
+    async def decode_batch(
+        self, tokenizer: str, batch: Sequence[Sequence[int]], *, timeout: float | None = None
+    ) -> list[DecodeResult]:
+        request = _convert.decode_batch_request(tokenizer, batch)
+        try:
+            response = await self._stub.Decode(
+                request, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.decode_results(response)
+
+    async def count_tokens(
+        self,
+        tokenizer: str,
+        text: CountInput | None = None,
+        *,
+        messages: Sequence[MessageLike] | None = None,
+        plain_text: bool = False,
+        max_tokens: int | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = None,
+        timeout: float | None = None,
+    ) -> CountResult:
+        request = _convert.count_request(
+            tokenizer,
+            text,
+            messages=messages,
+            plain_text=plain_text,
+            max_tokens=max_tokens,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+        )
+        try:
+            response = await self._stub.CountTokens(
+                request, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.count_result(response)
+
+    # -- registry ----------------------------------------------------------------------------
+
+    async def list_tokenizers(self, *, timeout: float | None = None) -> list[TokenizerSummary]:
+        try:
+            response = await self._stub.ListTokenizers(
+                pb.ListTokenizersRequest(),
+                timeout=self._deadline(timeout),
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.tokenizer_summaries(response)
+
+    async def get_tokenizer(
+        self, tokenizer: str, *, timeout: float | None = None
+    ) -> TokenizerManifest:
+        try:
+            response = await self._stub.GetTokenizer(
+                pb.GetTokenizerRequest(tokenizer=tokenizer),
+                timeout=self._deadline(timeout),
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.tokenizer_manifest(response)
+
+    # -- training ----------------------------------------------------------------------------
+
+    async def train(
+        self,
+        name: str,
+        corpus: _convert.Corpus | None = None,
+        *,
+        vocab_size: int,
+        special_tokens: Sequence[str] = (),
+        pattern: str = "gpt2",
+        corpus_path: str = "",
+        timeout: float | None = None,
+    ) -> AsyncTrainHandle:
+        """Start a training job (see ``Client.train``); returns once the corpus is sent."""
+        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path)
+        requests = _convert.train_requests(spec, corpus)
+        try:
+            response = await self._stub.Train(
+                requests, timeout=self._deadline(timeout), metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return AsyncTrainHandle(self, _convert.train_job(response.job))
+
+    async def train_job(self, job_id: str) -> AsyncTrainHandle:
+        return AsyncTrainHandle(self, await self.get_train_job(job_id))
+
+    async def get_train_job(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
+        try:
+            response = await self._stub.GetTrainJob(
+                pb.GetTrainJobRequest(job_id=job_id),
+                timeout=self._deadline(timeout),
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.train_job(response.job)
+
+    async def watch_train_job(
+        self, job_id: str, *, timeout: float | None = None
+    ) -> AsyncIterator[TrainJob]:
+        """Progress snapshots until the job ends; no deadline unless ``timeout`` is given."""
+        try:
+            call = self._stub.WatchTrainJob(
+                pb.WatchTrainJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+            )
+            async for response in call:
+                yield _convert.train_job(response.job)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+
+    async def cancel(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
+        try:
+            response = await self._stub.CancelTrainJob(
+                pb.CancelTrainJobRequest(job_id=job_id),
+                timeout=self._deadline(timeout),
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return _convert.train_job(response.job)
+
+    async def list_train_jobs(self, *, timeout: float | None = None) -> list[TrainJob]:
+        try:
+            response = await self._stub.ListTrainJobs(
+                pb.ListTrainJobsRequest(),
+                timeout=self._deadline(timeout),
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return [_convert.train_job(job) for job in response.jobs]
+
+
+class AsyncTrainHandle:
+    """``TrainHandle`` for asyncio: ``async for job in handle``, ``await handle.result()``."""
+
+    def __init__(self, client: AsyncClient, job: TrainJob) -> None:
+        self._client = client
+        self.job = job
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    def __aiter__(self) -> AsyncIterator[TrainJob]:
+        return self.progress()
+
+    async def progress(self, *, timeout: float | None = None) -> AsyncIterator[TrainJob]:
+        if self.job.finished:
+            yield self.job
+            return
+        async for job in self._client.watch_train_job(self.job_id, timeout=timeout):
+            self.job = job
+            yield job
+
+    async def refresh(self) -> TrainJob:
+        self.job = await self._client.get_train_job(self.job_id)
+        return self.job
+
+    async def cancel(self) -> TrainJob:
+        self.job = await self._client.cancel(self.job_id)
+        return self.job
+
+    async def result(self, timeout: float | None = None) -> str:
+        """Wait for the job; the published reference, or TrainingFailed / TrainingCancelled."""
+        async for _ in self.progress(timeout=timeout):
+            pass
+        if not self.job.finished:
+            await self.refresh()
+        return job_outcome(self.job)

@@ -1,0 +1,126 @@
+"""How the client's channel is built: retry service config, message limits, TLS and auth.
+
+Retries are gRPC's own (the ``retryPolicy`` of the channel's service config), not a loop of
+ours: gRPC only retries a call that the server never started answering, on UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+SERVICE_NAME = "tokend.v1.TokenizerService"
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def service_config(max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> dict[str, Any]:
+    """The channel's service config: retry every method on UNAVAILABLE, except Train.
+
+    Train streams a whole corpus and starts a job, so it is left to the caller to retry
+    (the most specific ``name`` entry wins in gRPC's method-config matching).
+
+    >>> service_config(3)["methodConfig"][0]["retryPolicy"]["retryableStatusCodes"]
+    ['UNAVAILABLE']
+    """
+    if not 1 <= max_attempts <= 5:  # gRPC caps maxAttempts at 5
+        raise ValueError(f"max_attempts must be in [1, 5] (gRPC's cap), got {max_attempts}")
+    retry = {
+        "maxAttempts": max_attempts,
+        "initialBackoff": "0.05s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    }
+    config: dict[str, Any] = {"methodConfig": [{"name": [{"service": SERVICE_NAME}]}]}
+    if max_attempts > 1:
+        config["methodConfig"][0]["retryPolicy"] = retry
+    config["methodConfig"].append({"name": [{"service": SERVICE_NAME, "method": "Train"}]})
+    return config
+
+
+def channel_options(
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    server_name: str | None = None,
+    extra: Sequence[tuple[str, Any]] = (),
+) -> list[tuple[str, Any]]:
+    """Channel arguments: retries enabled with our service config, generous message limits."""
+    options: list[tuple[str, Any]] = [
+        ("grpc.enable_retries", 1 if max_attempts > 1 else 0),
+        ("grpc.service_config", json.dumps(service_config(max_attempts))),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+    if server_name:
+        options.append(("grpc.ssl_target_name_override", server_name))
+    options.extend(extra)
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """TLS material (PEM bytes): the CA to trust, and a client certificate for mutual TLS.
+
+    ``root_certificates=None`` trusts the system roots. ``server_name`` overrides the name the
+    server certificate is checked against (e.g. connecting by IP to a cert for "tokend").
+    """
+
+    root_certificates: bytes | None = None
+    certificate_chain: bytes | None = None
+    private_key: bytes | None = None
+    server_name: str | None = None
+
+    @classmethod
+    def from_files(
+        cls,
+        root_cert: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
+        *,
+        server_name: str | None = None,
+    ) -> TlsConfig:
+        """Read the PEM files; a client cert needs its key (and the other way round)."""
+        if (client_cert is None) != (client_key is None):
+            raise ValueError("mutual TLS needs both client_cert and client_key")
+        return cls(
+            root_certificates=_read(root_cert),
+            certificate_chain=_read(client_cert),
+            private_key=_read(client_key),
+            server_name=server_name,
+        )
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.root_certificates,
+            private_key=self.private_key,
+            certificate_chain=self.certificate_chain,
+        )
+
+
+def _read(path: str | Path | None) -> bytes | None:
+    return None if path is None else Path(path).read_bytes()
+
+
+def resolve_tls(tls: bool | TlsConfig | None) -> TlsConfig | None:
+    """``tls=True`` means TLS with the system roots; False/None a plaintext channel."""
+    if tls is True:
+        return TlsConfig()
+    if tls is False or tls is None:
+        return None
+    return tls
+
+
+def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    """Per-call metadata: ``authorization: Bearer <token>`` when a token is set."""
+    if token is None:
+        return ()
+    if not token or any(c.isspace() for c in token):
+        raise ValueError("token must be a non-empty string without whitespace")
+    return (("authorization", f"Bearer {token}"),)

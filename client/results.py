@@ -1,0 +1,173 @@
+"""Typed results of tokend calls: small frozen dataclasses, so no protobuf type leaks out."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One chat message to count (OpenAI's ``{"role", "content", "name"?}`` shape)."""
+
+    role: str
+    content: str
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDetail:
+    """One token of an encoded text: its id, bytes and byte span ``[start, end)`` in the text."""
+
+    id: int
+    piece: bytes
+    start: int
+    end: int
+    special: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeResult:
+    """The ids of one text; ``tokenizer`` is the resolved reference (``"mytok@7"``)."""
+
+    tokenizer: str
+    ids: list[int]
+    # Filled only when details were requested; parallel to ids.
+    details: list[TokenDetail] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeResult:
+    """Decoded ids: ``text`` (invalid UTF-8 replaced by U+FFFD) and the exact ``data`` bytes."""
+
+    tokenizer: str
+    text: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CountResult:
+    """Token counts: one per text, the chat messages' total, and whether it fits a budget."""
+
+    tokenizer: str
+    counts: list[int]
+    messages_count: int
+    total: int
+    # total <= max_tokens; True when no max_tokens was given.
+    fits: bool
+    # max_tokens - total (negative when it does not fit); 0 when no max_tokens was given.
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerSummary:
+    """One entry of ``list_tokenizers``: a name, its versions and aliases."""
+
+    name: str
+    builtin: bool
+    versions: list[int]
+    latest_version: int
+    aliases: dict[str, int]
+    vocab_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerManifest:
+    """One tokenizer version as ``get_tokenizer`` describes it (version 0 for built-ins)."""
+
+    name: str
+    version: int
+    ref: str
+    builtin: bool
+    vocab_size: int
+    pattern: str
+    special_tokens: dict[str, int]
+    sha256: dict[str, str]
+    # Training parameters and statistics; empty for built-in and imported tokenizers.
+    training: dict[str, object]
+    created_at: str
+    versions: list[int]
+    aliases: dict[str, int]
+
+    @staticmethod
+    def parse_training(training_json: str) -> dict[str, object]:
+        """The manifest's ``training_json`` as a dict (``{}`` when empty)."""
+        if not training_json:
+            return {}
+        value = json.loads(training_json)
+        return dict(value) if isinstance(value, Mapping) else {"value": value}
+
+
+class JobState(enum.Enum):
+    """Where a training job is; the last three are final."""
+
+    UNSPECIFIED = "unspecified"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainJob:
+    """A snapshot of a training job: its config, state and progress within the phase."""
+
+    job_id: str
+    name: str
+    vocab_size: int
+    special_tokens: list[str]
+    pattern: str
+    corpus_path: str
+    state: JobState
+    # "count", "merge", "publish" (the server's phases); "" before the first report.
+    phase: str
+    done: int
+    total: int
+    # Units of the phase per second, and the estimated seconds left (0 when unknown).
+    rate: float
+    eta_seconds: float
+    # The published reference on success ("mytok@3"), the reason on failure.
+    published: str
+    error: str
+    created_at: str
+    finished_at: str
+    corpus_bytes: int
+
+    @property
+    def finished(self) -> bool:
+        """True once the job succeeded, failed or was cancelled."""
+        return self.state.finished
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSpec:
+    """What to train (the client-side twin of the proto's TrainConfig)."""
+
+    name: str
+    vocab_size: int
+    special_tokens: tuple[str, ...] = ()
+    # "gpt2" (default), "cl100k", "o200k", or a custom regular expression.
+    pattern: str = "gpt2"
+    # A corpus file relative to the server's --train-dir; "" when the corpus is streamed.
+    corpus_path: str = ""
+
+
+__all__ = [
+    "ChatMessage",
+    "CountResult",
+    "DecodeResult",
+    "EncodeResult",
+    "JobState",
+    "TokenDetail",
+    "TokenizerManifest",
+    "TokenizerSummary",
+    "TrainJob",
+    "TrainSpec",
+]

@@ -1,0 +1,332 @@
+"""The blocking client: one reused channel, typed results, typed exceptions.
+
+>>> with Client("127.0.0.1:50051") as tok:               # doctest: +SKIP
+...     tok.encode("o200k_base", "hello world").ids
+[24912, 2375]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from tokend.client import _convert
+from tokend.client._convert import AllowedSpecial, CountInput, DisallowedSpecial, MessageLike
+from tokend.client.channel import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    TlsConfig,
+    auth_metadata,
+    channel_options,
+    resolve_tls,
+)
+from tokend.client.errors import error_from_rpc, job_outcome
+from tokend.client.results import (
+    CountResult,
+    DecodeResult,
+    EncodeResult,
+    TokenizerManifest,
+    TokenizerSummary,
+    TrainJob,
+    TrainSpec,
+)
+from tokend.v1 import tokenizer_pb2 as pb
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class Client:
+    """A blocking tokend client over one channel (thread-safe; reuse it, close it when done).
+
+    ``timeout`` is the default deadline of each call in seconds (None: no deadline; watching a
+    training job never has one unless asked). ``token`` is sent as ``authorization: Bearer``.
+    ``tls``: True for the system roots, or a ``TlsConfig`` (CA, client cert for mutual TLS).
+    UNAVAILABLE is retried by gRPC itself, up to ``max_attempts`` attempts in all.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tls: bool | TlsConfig | None = None,
+        token: str | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.target = target
+        self.timeout = timeout
+        self._metadata = auth_metadata(token)
+        tls_config = resolve_tls(tls)
+        opts = channel_options(
+            max_attempts=max_attempts,
+            max_message_bytes=max_message_bytes,
+            server_name=tls_config.server_name if tls_config else None,
+            extra=options,
+        )
+        if tls_config is None:
+            self._channel = grpc.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.secure_channel(target, tls_config.credentials(), options=opts)
+        self._stub = pb_grpc.TokenizerServiceStub(self._channel)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Block until the channel is connected (raises ``Unavailable``-like TimeoutError)."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError as err:
+            raise TimeoutError(f"tokend at {self.target} not reachable within {timeout}s") from err
+
+    def _call(
+        self,
+        method: Callable[..., _Resp],
+        request: _Req,
+        timeout: float | None,
+    ) -> _Resp:
+        try:
+            return method(
+                request,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+
+    # -- encode / decode / count -------------------------------------------------------------
+
+    def encode(
+        self,
+        tokenizer: str,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        details: bool = False,
+        timeout: float | None = None,
+    ) -> EncodeResult:
+        """Encode one text; special-token arguments have tiktoken's meaning and defaults."""
+        return self.encode_batch(
+            tokenizer,
+            [text],
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            details=details,
+            timeout=timeout,
+        )[0]
+
+    def encode_batch(
+        self,
+        tokenizer: str,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        details: bool = False,
+        timeout: float | None = None,
+    ) -> list[EncodeResult]:
+        """Encode several texts in one call; results are in the order of ``texts``."""
+        request = _convert.encode_request(
+            tokenizer,
+            texts,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            details=details,
+        )
+        response = self._call(self._stub.Encode, request, timeout)
+        return _convert.encode_results(response, details=details)
+
+    def encode_stream(
+        self,
+        tokenizer: str,
+        text: str | Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        chunk_chars: int = _convert.STREAM_CHUNK_CHARS,
+        timeout: float | None = None,
+    ) -> Iterator[int]:
+        """Encode a text larger than one message: a str (cut into chunks) or an iterable of
+        chunks (any boundaries). Ids arrive as soon as the server knows they are final and equal
+        one ``encode`` of the whole text.
+        """
+        policy = _convert.special_policy(allowed_special, disallowed_special)
+        requests = _convert.encode_stream_requests(
+            tokenizer, _convert.text_chunks(text, chunk_chars), policy
+        )
+        try:
+            responses = self._stub.EncodeStream(
+                requests,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._metadata,
+            )
+            for response in responses:
+                yield from response.ids
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+
+    def decode(
+        self, tokenizer: str, ids: Sequence[int], *, timeout: float | None = None
+    ) -> DecodeResult:
+        """Decode ids: text (invalid UTF-8 replaced) and the exact bytes."""
+        request = _convert.decode_request(tokenizer, ids)
+        return _convert.decode_result(self._call(self._stub.Decode, request, timeout))
+
+    def decode_batch(
+        self, tokenizer: str, batch: Sequence[Sequence[int]], *, timeout: float | None = None
+    ) -> list[DecodeResult]:
+        """Decode several id sequences in one call."""
+        request = _convert.decode_batch_request(tokenizer, batch)
+        return _convert.decode_results(self._call(self._stub.Decode, request, timeout))
+
+    def count_tokens(
+        self,
+        tokenizer: str,
+        text: CountInput | None = None,
+        *,
+        messages: Sequence[MessageLike] | None = None,
+        plain_text: bool = False,
+        max_tokens: int | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = None,
+        timeout: float | None = None,
+    ) -> CountResult:
+        """Count tokens of a text, a list of texts, or chat messages (OpenAI's chat rule unless
+        ``plain_text``). With ``max_tokens``, ``fits`` and ``remaining`` answer "does it fit".
+        Special-token text counts as plain text by default, so counting never fails on it.
+        """
+        request = _convert.count_request(
+            tokenizer,
+            text,
+            messages=messages,
+            plain_text=plain_text,
+            max_tokens=max_tokens,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+        )
+        return _convert.count_result(self._call(self._stub.CountTokens, request, timeout))
+
+    # -- registry ----------------------------------------------------------------------------
+
+    def list_tokenizers(self, *, timeout: float | None = None) -> list[TokenizerSummary]:
+        response = self._call(self._stub.ListTokenizers, pb.ListTokenizersRequest(), timeout)
+        return _convert.tokenizer_summaries(response)
+
+    def get_tokenizer(self, tokenizer: str, *, timeout: float | None = None) -> TokenizerManifest:
+        request = pb.GetTokenizerRequest(tokenizer=tokenizer)
+        return _convert.tokenizer_manifest(self._call(self._stub.GetTokenizer, request, timeout))
+
+    # -- training ----------------------------------------------------------------------------
+
+    def train(
+        self,
+        name: str,
+        corpus: _convert.Corpus | None = None,
+        *,
+        vocab_size: int,
+        special_tokens: Sequence[str] = (),
+        pattern: str = "gpt2",
+        corpus_path: str = "",
+        timeout: float | None = None,
+    ) -> TrainHandle:
+        """Start a training job; returns once the server has the corpus.
+
+        ``corpus`` is streamed (text, bytes, a local ``Path`` or byte chunks); or name a file
+        under the server's --train-dir with ``corpus_path``. Needs the admin ``token`` when the
+        server sets one. Progress: iterate the handle; the published reference: ``result()``.
+        """
+        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path)
+        requests = _convert.train_requests(spec, corpus)
+        response = self._call(self._stub.Train, requests, timeout)
+        return TrainHandle(self, _convert.train_job(response.job))
+
+    def train_job(self, job_id: str) -> TrainHandle:
+        """A handle on an existing job (e.g. started by another process)."""
+        return TrainHandle(self, self.get_train_job(job_id))
+
+    def get_train_job(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
+        request = pb.GetTrainJobRequest(job_id=job_id)
+        return _convert.train_job(self._call(self._stub.GetTrainJob, request, timeout).job)
+
+    def watch_train_job(self, job_id: str, *, timeout: float | None = None) -> Iterator[TrainJob]:
+        """Progress snapshots until the job ends (the last one is final). No deadline unless
+        ``timeout`` is given: training can take a while.
+        """
+        request = pb.WatchTrainJobRequest(job_id=job_id)
+        try:
+            for response in self._stub.WatchTrainJob(
+                request, timeout=timeout, metadata=self._metadata
+            ):
+                yield _convert.train_job(response.job)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+
+    def cancel(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
+        """Ask the server to cancel a job; returns its state after the request."""
+        request = pb.CancelTrainJobRequest(job_id=job_id)
+        return _convert.train_job(self._call(self._stub.CancelTrainJob, request, timeout).job)
+
+    def list_train_jobs(self, *, timeout: float | None = None) -> list[TrainJob]:
+        response = self._call(self._stub.ListTrainJobs, pb.ListTrainJobsRequest(), timeout)
+        return [_convert.train_job(job) for job in response.jobs]
+
+
+class TrainHandle:
+    """A running (or finished) training job: iterate it for progress, ``result()`` to wait."""
+
+    def __init__(self, client: Client, job: TrainJob) -> None:
+        self._client = client
+        self.job = job  # the latest snapshot seen
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    def __iter__(self) -> Iterator[TrainJob]:
+        return self.progress()
+
+    def progress(self, *, timeout: float | None = None) -> Iterator[TrainJob]:
+        """Progress snapshots until the job ends; each one also updates ``self.job``."""
+        if self.job.finished:
+            yield self.job
+            return
+        for job in self._client.watch_train_job(self.job_id, timeout=timeout):
+            self.job = job
+            yield job
+
+    def refresh(self) -> TrainJob:
+        self.job = self._client.get_train_job(self.job_id)
+        return self.job
+
+    def cancel(self) -> TrainJob:
+        self.job = self._client.cancel(self.job_id)
+        return self.job
+
+    def result(self, timeout: float | None = None) -> str:
+        """Wait for the job; return the published reference (``"mytok@3"``).
+
+        Raises ``TrainingFailed`` / ``TrainingCancelled`` when it ended otherwise, and
+        ``DeadlineExceeded`` when ``timeout`` seconds pass first.
+        """
+        for _ in self.progress(timeout=timeout):
+            pass
+        if not self.job.finished:  # the stream ended early: ask once more
+            self.refresh()
+        return job_outcome(self.job)
