@@ -1,0 +1,128 @@
+"""The ``manifest.json`` of one registry version: what it holds, how it was made, file hashes.
+
+Versioned (``format_version``) and checked on load: a manifest that does not parse, names the
+wrong tokenizer or version, or lacks a field is CorruptData naming the file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from tokend.core.errors import CorruptData
+from tokend.core.patterns import NAMED_PATTERNS
+
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+RANKS_FILE = "ranks.tiktoken"
+
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "format_version": int,
+    "name": str,
+    "version": int,
+    "created_at": str,
+    "pattern": str,
+    "special_tokens": dict,
+    "n_vocab": int,
+    "files": dict,
+}
+
+
+def tool_version() -> str:
+    """The installed tokend version, recorded in every manifest."""
+    try:
+        return metadata.version("tokend")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def pattern_name(pat_str: str) -> str | None:
+    """The built-in name of a pattern (``gpt2``, ``cl100k``, ``o200k``), or None if custom."""
+    for name, regex in NAMED_PATTERNS.items():
+        if regex == pat_str:
+            return name
+    return None
+
+
+def build_manifest(
+    *,
+    name: str,
+    version: int,
+    pat_str: str,
+    special_tokens: Mapping[str, int],
+    n_vocab: int,
+    mergeable_count: int,
+    explicit_n_vocab: int | None,
+    files: Mapping[str, Mapping[str, object]],
+    training: Mapping[str, object] | None,
+    corpus: Mapping[str, object] | None,
+) -> dict[str, Any]:
+    """Assemble a manifest dict (JSON-serializable) for a new version."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "version": version,
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "pattern": pat_str,
+        "pattern_name": pattern_name(pat_str),
+        "special_tokens": dict(special_tokens),
+        "n_vocab": n_vocab,
+        "mergeable_count": mergeable_count,
+        "explicit_n_vocab": explicit_n_vocab,
+        "files": {file: dict(info) for file, info in files.items()},
+        "training": dict(training) if training is not None else None,
+        "corpus": dict(corpus) if corpus is not None else None,
+        "tool": {"name": "tokend", "version": tool_version()},
+    }
+
+
+def encode_manifest(manifest: Mapping[str, Any]) -> bytes:
+    """Serialize a manifest (sorted keys, trailing newline) for writing."""
+    try:
+        text = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise CorruptData(f"manifest is not JSON-serializable: {exc}") from None
+    return (text + "\n").encode("utf-8")
+
+
+def read_manifest(path: Path, *, name: str, version: int) -> dict[str, Any]:
+    """Read and check the manifest at ``path`` for version ``name@version``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CorruptData(f"{path}: manifest is missing") from None
+    try:
+        manifest = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptData(f"{path}: manifest is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise CorruptData(f"{path}: manifest is not a JSON object")
+    for key, kind in _REQUIRED.items():
+        value = manifest.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CorruptData(f"{path}: manifest field {key!r} is missing or not a {kind}")
+    if manifest["format_version"] != FORMAT_VERSION:
+        raise CorruptData(
+            f"{path}: manifest format_version {manifest['format_version']} is not supported "
+            f"(this tokend reads {FORMAT_VERSION})"
+        )
+    if manifest["name"] != name or manifest["version"] != version:
+        raise CorruptData(
+            f"{path}: manifest says {manifest['name']}@{manifest['version']}, "
+            f"but it is stored as {name}@{version}"
+        )
+    for token, token_id in manifest["special_tokens"].items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise CorruptData(f"{path}: special token {token!r} has id {token_id!r}")
+    for file, info in manifest["files"].items():
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("sha256"), str)
+            or not isinstance(info.get("bytes"), int)
+        ):
+            raise CorruptData(f"{path}: manifest entry for file {file!r} lacks sha256/bytes")
+    return manifest

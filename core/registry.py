@@ -1,0 +1,763 @@
+"""The registry: a versioned, crash-safe directory of trained tokenizers.
+
+Layout under the root (every path component is a checked name or a decimal version)::
+
+    .lock                     registry-wide flock, held while assigning versions / aliases
+    .staging/<id>/ <id>.lock  versions being written; a lock nobody holds means a dead writer
+    <name>/counter.json       highest version ever assigned (versions are never reused)
+    <name>/aliases.json       {"stable": 3, ...}, replaced atomically
+    <name>/<version>/         manifest.json + ranks.tiktoken, immutable once renamed in
+
+A version becomes visible by one ``rename`` of a complete, fsynced staging directory, so a
+crash at any instant leaves either no new version or a complete one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import secrets
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokend.core.errors import (
+    AlreadyExists,
+    CorruptData,
+    FailedPrecondition,
+    InvalidInput,
+    TokendError,
+    UnknownTokenizer,
+)
+from tokend.core.formats import (
+    atomic_write_bytes,
+    format_tiktoken_bpe,
+    fsync_dir,
+    parse_tiktoken_bpe,
+    sha256_hex,
+)
+from tokend.core.locking import file_lock, held_lock_file, try_lock
+from tokend.core.manifest import (
+    MANIFEST_FILE,
+    RANKS_FILE,
+    build_manifest,
+    encode_manifest,
+    read_manifest,
+)
+from tokend.core.names import check_alias, check_name, check_version, parse_ref
+from tokend.core.patterns import validate_pattern
+
+LOCK_FILE = ".lock"
+STAGING_DIR = ".staging"
+GENERATION_FILE = ".generation"
+COUNTER_FILE = "counter.json"
+ALIASES_FILE = "aliases.json"
+# The files a version may list in its manifest (nothing else is ever opened).
+VERSION_FILES = frozenset({RANKS_FILE})
+CACHE_ENTRIES = 32
+
+# The encoder modules are imported lazily: a registry used only for publishing and export
+# (the trainer, the CLI) never pays for building an encoder.
+Encoding = Any
+
+
+def _builtins() -> Any:
+    return importlib.import_module("tokend.core.builtins")
+
+
+def _encoding_class() -> Any:
+    return importlib.import_module("tokend.core.encoding").Encoding
+
+
+def get_encoding(name: str) -> Any:
+    return _builtins().get_encoding(name)
+
+
+def list_encoding_names() -> list[str]:
+    return list(_builtins().list_encoding_names())
+
+
+def encoding_name_for_model(model: str) -> str:
+    return str(_builtins().encoding_name_for_model(model))
+
+
+@dataclass(frozen=True)
+class ResolvedRef:
+    """What a reference points at: a registry version, or a built-in encoding (version None)."""
+
+    name: str
+    version: int | None
+    builtin: bool
+
+    @property
+    def ref(self) -> str:
+        """The canonical reference string (``name@7`` or the built-in's name)."""
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A published version and its manifest."""
+
+    name: str
+    version: int
+    manifest: dict[str, Any]
+    path: Path
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class TokenizerInfo:
+    """One entry of :meth:`Registry.list`."""
+
+    name: str
+    versions: tuple[int, ...]
+    aliases: dict[str, int]
+    latest: int | None
+    builtin: bool
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :meth:`Registry.verify`: which reference, which file, what is wrong."""
+
+    ref: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TokenizerData:
+    """The verified contents of a version (or built-in): everything needed to build or export."""
+
+    resolved: ResolvedRef
+    ranks: dict[bytes, int]
+    pat_str: str
+    special_tokens: dict[str, int]
+    explicit_n_vocab: int | None
+    manifest: dict[str, Any] | None = field(default=None)
+
+
+class Registry:
+    """A registry directory; safe to use from many threads and processes at once.
+
+    >>> reg = Registry(tmp)                                          # doctest: +SKIP
+    >>> reg.publish("tok", ranks=ranks, pat_str=pat, special_tokens={}).ref  # doctest: +SKIP
+    'tok@1'
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        include_builtins: bool = True,
+        lock_timeout: float | None = 60.0,
+    ) -> None:
+        self.root = Path(root)
+        self.include_builtins = include_builtins
+        self.lock_timeout = lock_timeout
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._staging.mkdir(exist_ok=True)
+        except FileExistsError:
+            raise FailedPrecondition(f"registry root {self.root} is not a directory") from None
+        self._cache: OrderedDict[tuple[str, int], Encoding] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self.clean()
+
+    # -- paths ---------------------------------------------------------------------------
+
+    @property
+    def _staging(self) -> Path:
+        return self.root / STAGING_DIR
+
+    def _name_dir(self, name: str) -> Path:
+        return self.root / check_name(name)
+
+    def _version_dir(self, name: str, version: int) -> Path:
+        return self._name_dir(name) / str(check_version(version))
+
+    def _lock(self) -> contextlib.AbstractContextManager[int]:
+        return file_lock(self.root / LOCK_FILE, timeout=self.lock_timeout)
+
+    # -- reading state ------------------------------------------------------------------
+
+    def _builtin_names(self) -> list[str]:
+        return list_encoding_names() if self.include_builtins else []
+
+    def _versions(self, name: str) -> list[int]:
+        """Sorted visible versions of ``name`` (directories named by a positive decimal)."""
+        try:
+            entries = list(os.scandir(self._name_dir(name)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        versions = [
+            int(e.name)
+            for e in entries
+            if e.name.isascii() and e.name.isdigit() and not e.name.startswith("0") and e.is_dir()
+        ]
+        return sorted(versions)
+
+    def _names(self) -> list[str]:
+        """Registry names that have at least one visible version."""
+        names = []
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            try:
+                check_name(entry.name)
+            except InvalidInput:
+                continue
+            if self._versions(entry.name):
+                names.append(entry.name)
+        return names
+
+    def _aliases(self, name: str) -> dict[str, int]:
+        path = self._name_dir(name) / ALIASES_FILE
+        try:
+            raw = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CorruptData(f"{path}: aliases file is not valid JSON ({exc})") from None
+        if not isinstance(raw, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in raw.items()
+        ):
+            raise CorruptData(f"{path}: aliases file must map alias names to versions")
+        return dict(raw)
+
+    def _counter(self, name: str) -> int:
+        """The highest version ever assigned to ``name`` (from the counter file and the dirs)."""
+        path = self._name_dir(name) / COUNTER_FILE
+        recorded = 0
+        try:
+            raw = json.loads(path.read_bytes())
+            recorded = int(raw["last_version"])
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            # A damaged counter is reported by verify(); the directories still bound it below.
+            pass
+        return max([recorded, *self._versions(name)])
+
+    # -- references ---------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> ResolvedRef:
+        """Resolve ``name``, ``name@7``, ``name@alias``, a built-in or a model name.
+
+        Registry names are looked up first; a bare name with no versions falls back to the
+        built-in encodings and then to model names (``gpt-4o`` -> ``o200k_base``).
+        """
+        parsed = parse_ref(ref)
+        name = parsed.name
+        builtins = self._builtin_names()
+        if name in builtins:
+            if parsed.version is not None or (parsed.alias not in (None, "latest")):
+                raise InvalidInput(
+                    f"{ref!r}: {name} is a built-in encoding; it has no versions or aliases"
+                )
+            return ResolvedRef(name, None, builtin=True)
+        versions = self._versions(name)
+        if not versions:
+            if parsed.version is None and parsed.alias is None and self.include_builtins:
+                with contextlib.suppress(UnknownTokenizer):
+                    return ResolvedRef(encoding_name_for_model(name), None, builtin=True)
+            known = self._names() + builtins
+            raise UnknownTokenizer(
+                f"no tokenizer named {name!r} in registry {self.root} and no model of that "
+                f"name; known tokenizers: {', '.join(known[:30]) or '(none)'}"
+            )
+        if parsed.version is not None:
+            if parsed.version not in versions:
+                raise UnknownTokenizer(
+                    f"{name} has no version {parsed.version}; versions: "
+                    f"{', '.join(map(str, versions))}"
+                )
+            return ResolvedRef(name, parsed.version, builtin=False)
+        if parsed.alias is None or parsed.alias == "latest":
+            return ResolvedRef(name, versions[-1], builtin=False)
+        aliases = self._aliases(name)
+        if parsed.alias not in aliases:
+            raise UnknownTokenizer(
+                f"{name} has no alias {parsed.alias!r}; aliases: "
+                f"{', '.join(sorted(aliases)) or '(none)'}"
+            )
+        version = aliases[parsed.alias]
+        if version not in versions:
+            raise CorruptData(
+                f"{self._name_dir(name) / ALIASES_FILE}: alias {parsed.alias!r} points at "
+                f"missing version {version}"
+            )
+        return ResolvedRef(name, version, builtin=False)
+
+    # -- publishing ---------------------------------------------------------------------
+
+    def publish(
+        self,
+        name: str,
+        *,
+        ranks: Mapping[bytes, int],
+        pat_str: str,
+        special_tokens: Mapping[str, int],
+        explicit_n_vocab: int | None = None,
+        training: Mapping[str, object] | None = None,
+        corpus: Mapping[str, object] | None = None,
+    ) -> VersionInfo:
+        """Publish a new immutable version of ``name`` and return it (``name@N``).
+
+        The ranks are written to a staging directory and fsynced before the registry lock is
+        taken; under the lock the next version number is assigned, the manifest written, and
+        the directory renamed into place.
+        """
+        check_name(name)
+        if name in self._builtin_names():
+            raise AlreadyExists(f"{name!r} is a built-in encoding (read-only); choose another name")
+        n_vocab = _check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
+        extra = {"training": training, "corpus": corpus}
+        for key, value in extra.items():
+            if value is None:
+                continue
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(f"{key} metadata is not JSON-serializable: {exc}") from None
+        ranks_data = format_tiktoken_bpe(ranks)
+        files = {RANKS_FILE: {"sha256": sha256_hex(ranks_data), "bytes": len(ranks_data)}}
+
+        token = secrets.token_hex(8)
+        lock_path = self._staging / f"{token}.lock"
+        stage = self._staging / token
+        lock_fd = held_lock_file(lock_path)
+        try:
+            stage.mkdir()
+            _write_synced(stage / RANKS_FILE, ranks_data)
+            with self._lock():
+                name_dir = self._name_dir(name)
+                if not name_dir.is_dir():
+                    name_dir.mkdir()
+                    fsync_dir(self.root)
+                version = self._counter(name) + 1
+                manifest = build_manifest(
+                    name=name,
+                    version=version,
+                    pat_str=pat_str,
+                    special_tokens=special_tokens,
+                    n_vocab=n_vocab,
+                    mergeable_count=len(ranks),
+                    explicit_n_vocab=explicit_n_vocab,
+                    files=files,
+                    training=training,
+                    corpus=corpus,
+                )
+                _write_synced(stage / MANIFEST_FILE, encode_manifest(manifest))
+                fsync_dir(stage)
+                # The counter goes first: a crash right after burns the number, never reuses it.
+                atomic_write_bytes(
+                    name_dir / COUNTER_FILE, json.dumps({"last_version": version}).encode()
+                )
+                target = name_dir / str(version)
+                os.rename(stage, target)
+                fsync_dir(name_dir)
+                fsync_dir(self._staging)
+                self._bump_generation()
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
+            os.close(lock_fd)
+        return VersionInfo(name, version, manifest, target)
+
+    # -- aliases and deletion -----------------------------------------------------------
+
+    def set_alias(self, name: str, alias: str, version: int) -> None:
+        """Point ``name@alias`` at ``version`` (creating or moving the alias)."""
+        check_name(name)
+        check_alias(alias)
+        check_version(version)
+        with self._lock():
+            versions = self._versions(name)
+            if version not in versions:
+                raise UnknownTokenizer(
+                    f"cannot alias {name}@{alias} to version {version}: {name} has versions "
+                    f"{', '.join(map(str, versions)) or '(none)'}"
+                )
+            aliases = self._aliases(name)
+            aliases[alias] = version
+            self._write_aliases(name, aliases)
+
+    def remove_alias(self, name: str, alias: str) -> None:
+        """Remove ``name@alias``; UnknownTokenizer if it does not exist."""
+        check_name(name)
+        check_alias(alias)
+        with self._lock():
+            aliases = self._aliases(name)
+            if alias not in aliases:
+                raise UnknownTokenizer(
+                    f"{name} has no alias {alias!r}; aliases: "
+                    f"{', '.join(sorted(aliases)) or '(none)'}"
+                )
+            del aliases[alias]
+            self._write_aliases(name, aliases)
+
+    def _write_aliases(self, name: str, aliases: Mapping[str, int]) -> None:
+        data = json.dumps(dict(sorted(aliases.items())), indent=2) + "\n"
+        atomic_write_bytes(self._name_dir(name) / ALIASES_FILE, data.encode())
+        self._bump_generation()
+
+    def delete(self, ref: str, *, all_versions: bool = False) -> list[int]:
+        """Delete the version ``ref`` resolves to (or every version, with ``all_versions``).
+
+        Refuses built-ins and any version an alias points at (FailedPrecondition naming the
+        alias). The version counter survives, so deleted numbers are never handed out again.
+        Returns the deleted version numbers.
+        """
+        parsed = parse_ref(ref)
+        if all_versions and (parsed.version is not None or parsed.alias is not None):
+            raise InvalidInput(f"{ref!r}: deleting all versions takes a bare name")
+        with self._lock():
+            resolved = self.resolve(ref)
+            if resolved.builtin:
+                raise FailedPrecondition(
+                    f"{ref!r} is the built-in encoding {resolved.name}; built-ins are read-only"
+                )
+            name = resolved.name
+            assert resolved.version is not None  # registry versions always have one
+            doomed = self._versions(name) if all_versions else [resolved.version]
+            aliases = self._aliases(name)
+            blocking = sorted(f"{name}@{a} -> {v}" for a, v in aliases.items() if v in doomed)
+            if blocking:
+                raise FailedPrecondition(
+                    f"cannot delete {ref!r}: aliases point at it ({', '.join(blocking)}); move "
+                    "or remove the aliases first"
+                )
+            name_dir = self._name_dir(name)
+            for version in doomed:
+                # Rename out of sight first (atomic), then remove at leisure.
+                trash = self._staging / f"{secrets.token_hex(8)}.trash"
+                os.rename(name_dir / str(version), trash)
+                shutil.rmtree(trash, ignore_errors=True)
+            fsync_dir(name_dir)
+            self._bump_generation()
+        with self._cache_lock:
+            for version in doomed:
+                self._cache.pop((name, version), None)
+        return doomed
+
+    # -- loading ------------------------------------------------------------------------
+
+    def manifest(self, ref: str) -> dict[str, Any]:
+        """The manifest of the version ``ref`` resolves to (a synthetic one for built-ins)."""
+        resolved = self.resolve(ref)
+        if resolved.builtin:
+            enc = get_encoding(resolved.name)
+            return {
+                "name": resolved.name,
+                "builtin": True,
+                "pattern": enc.pat_str,
+                "special_tokens": dict(enc.special_tokens),
+                "n_vocab": enc.n_vocab,
+            }
+        assert resolved.version is not None
+        path = self._version_dir(resolved.name, resolved.version) / MANIFEST_FILE
+        return read_manifest(path, name=resolved.name, version=resolved.version)
+
+    def load_data(self, ref: str) -> TokenizerData:
+        """Read and verify the contents behind ``ref`` (sha256 of every file checked)."""
+        resolved = self.resolve(ref)
+        if resolved.builtin:
+            enc = get_encoding(resolved.name)
+            return TokenizerData(
+                resolved,
+                ranks=enc.mergeable_ranks,
+                pat_str=enc.pat_str,
+                special_tokens=dict(enc.special_tokens),
+                explicit_n_vocab=enc.n_vocab,
+            )
+        assert resolved.version is not None
+        return self._read_version(resolved)
+
+    def _read_version(self, resolved: ResolvedRef) -> TokenizerData:
+        assert resolved.version is not None
+        vdir = self._version_dir(resolved.name, resolved.version)
+        manifest = read_manifest(vdir / MANIFEST_FILE, name=resolved.name, version=resolved.version)
+        files: dict[str, dict[str, Any]] = manifest["files"]
+        if RANKS_FILE not in files or not set(files) <= VERSION_FILES:
+            raise CorruptData(
+                f"{vdir / MANIFEST_FILE}: files must be {sorted(VERSION_FILES)}, "
+                f"got {sorted(files)}"
+            )
+        contents: dict[str, bytes] = {}
+        for file, info in files.items():
+            path = vdir / file
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise CorruptData(f"{path}: file is missing") from None
+            if len(data) != info["bytes"]:
+                raise CorruptData(
+                    f"{path}: {len(data)} bytes, manifest says {info['bytes']} (truncated?)"
+                )
+            actual = sha256_hex(data)
+            if actual != info["sha256"]:
+                raise CorruptData(f"{path}: sha256 is {actual}, manifest says {info['sha256']}")
+            contents[file] = data
+        ranks = parse_tiktoken_bpe(contents[RANKS_FILE], source=str(vdir / RANKS_FILE))
+        explicit = manifest.get("explicit_n_vocab")
+        explicit_n_vocab = explicit if isinstance(explicit, int) else None
+        special_tokens: dict[str, int] = manifest["special_tokens"]
+        try:
+            _check_contents(ranks, manifest["pattern"], special_tokens, explicit_n_vocab)
+        except InvalidInput as exc:
+            raise CorruptData(f"{vdir}: {exc}") from None
+        return TokenizerData(
+            resolved,
+            ranks=ranks,
+            pat_str=manifest["pattern"],
+            special_tokens=special_tokens,
+            explicit_n_vocab=explicit_n_vocab,
+            manifest=manifest,
+        )
+
+    def load(self, ref: str) -> tuple[ResolvedRef, Encoding]:
+        """Resolve ``ref`` and return its Encoding, verified on first load and then cached."""
+        resolved = self.resolve(ref)
+        if resolved.builtin:
+            return resolved, get_encoding(resolved.name)
+        assert resolved.version is not None
+        key = (resolved.name, resolved.version)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return resolved, cached
+        data = self._read_version(resolved)
+        enc = _encoding_class()(
+            resolved.ref,
+            pat_str=data.pat_str,
+            mergeable_ranks=data.ranks,
+            special_tokens=data.special_tokens,
+            explicit_n_vocab=data.explicit_n_vocab,
+        )
+        with self._cache_lock:
+            self._cache[key] = enc
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return resolved, enc
+
+    # -- listing, verification, housekeeping --------------------------------------------
+
+    def versions(self, name: str) -> list[VersionInfo]:
+        """Every visible version of ``name`` with its manifest (unreadable ones skipped)."""
+        out = []
+        for version in self._versions(name):
+            path = self._version_dir(name, version)
+            try:
+                manifest = read_manifest(path / MANIFEST_FILE, name=name, version=version)
+            except CorruptData:
+                continue
+            out.append(VersionInfo(name, version, manifest, path))
+        return out
+
+    def verify(self) -> list[Problem]:
+        """Check every version's manifest and file hashes, every alias and counter."""
+        problems: list[Problem] = []
+        for name in self._names():
+            name_dir = self._name_dir(name)
+            versions = self._versions(name)
+            for version in versions:
+                try:
+                    self._read_version(ResolvedRef(name, version, builtin=False))
+                except TokendError as exc:
+                    problems.append(
+                        Problem(
+                            f"{name}@{version}", str(self._version_dir(name, version)), str(exc)
+                        )
+                    )
+            try:
+                for alias, version in self._aliases(name).items():
+                    if version not in versions:
+                        problems.append(
+                            Problem(
+                                f"{name}@{alias}",
+                                str(name_dir / ALIASES_FILE),
+                                f"alias {alias!r} points at missing version {version}",
+                            )
+                        )
+            except CorruptData as exc:
+                problems.append(Problem(name, str(name_dir / ALIASES_FILE), str(exc)))
+            counter_path = name_dir / COUNTER_FILE
+            try:
+                recorded = int(json.loads(counter_path.read_bytes())["last_version"])
+                if recorded < versions[-1]:
+                    problems.append(
+                        Problem(
+                            name,
+                            str(counter_path),
+                            f"counter says {recorded} but version {versions[-1]} exists",
+                        )
+                    )
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                problems.append(Problem(name, str(counter_path), f"unreadable counter: {exc}"))
+        return problems
+
+    def generation(self) -> str:
+        """A cheap token that changes whenever a version or alias is published or removed.
+
+        Combines a counter bumped under the lock with the mtimes of the root and name
+        directories (a rename into a directory updates its mtime), so even a publisher that
+        died between its rename and its counter bump is noticed.
+        """
+        try:
+            counter = (self.root / GENERATION_FILE).read_text().strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            counter = "0"
+        stamps = []
+        for entry in os.scandir(self.root):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            st = entry.stat()
+            stamps.append(f"{entry.name}:{st.st_mtime_ns}:{st.st_ino}")
+        stamps.sort()
+        return f"{counter}-{sha256_hex(chr(10).join(stamps).encode())[:16]}"
+
+    def _bump_generation(self) -> None:
+        """Increment the generation counter (caller holds the registry lock)."""
+        path = self.root / GENERATION_FILE
+        try:
+            current = int(path.read_text().strip())
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            current = 0
+        atomic_write_bytes(path, f"{current + 1}\n".encode())
+
+    def clean(self) -> list[str]:
+        """Remove what dead publishers left behind; returns the removed paths.
+
+        A staging directory is removed only when nobody holds its lock file (flocks die with
+        their process), so a publisher that is still writing is never disturbed.
+        """
+        removed: list[str] = []
+        try:
+            entries = sorted(os.scandir(self._staging), key=lambda e: e.name)
+        except FileNotFoundError:
+            return removed
+        lock_names = {e.name for e in entries if e.name.endswith(".lock")}
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.endswith(".lock"):
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    continue
+                try:
+                    if try_lock(fd):
+                        stage = path.with_suffix("")
+                        shutil.rmtree(stage, ignore_errors=True)
+                        path.unlink(missing_ok=True)
+                        removed += [str(stage), str(path)]
+                finally:
+                    os.close(fd)
+            elif f"{entry.name}.lock" not in lock_names:
+                # No lock file: a trash directory from a delete, or a dead writer's leftovers
+                # (publishers create the lock before the directory and remove it after).
+                # subtle: scandir is no snapshot; re-check now that we have seen the directory.
+                if (self._staging / f"{entry.name}.lock").exists():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(str(path))
+        removed += self._clean_temp_files()
+        return removed
+
+    def _clean_temp_files(self) -> list[str]:
+        """Remove half-written ``.*.tmp`` files of atomic writes, if the lock is free now."""
+        removed: list[str] = []
+        with contextlib.suppress(FailedPrecondition), file_lock(self.root / LOCK_FILE, timeout=0):
+            dirs = [self.root, *(self.root / n for n in self._names_any())]
+            for directory in dirs:
+                for entry in os.scandir(directory):
+                    if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                        Path(entry.path).unlink(missing_ok=True)
+                        removed.append(entry.path)
+        return removed
+
+    def _names_any(self) -> list[str]:
+        """Every valid name directory, with or without visible versions."""
+        out = []
+        for entry in os.scandir(self.root):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            with contextlib.suppress(InvalidInput):
+                out.append(check_name(entry.name))
+        return out
+
+    # subtle: defined last, so `list[...]` annotations above still mean the builtin.
+    def list(self) -> list[TokenizerInfo]:
+        """Every registry tokenizer with versions, then the built-ins (read-only)."""
+        infos = []
+        for name in self._names():
+            versions = tuple(self._versions(name))
+            try:
+                aliases = self._aliases(name)
+            except CorruptData:
+                aliases = {}  # verify() reports it; listing must keep working
+            infos.append(TokenizerInfo(name, versions, aliases, versions[-1], builtin=False))
+        for name in self._builtin_names():
+            infos.append(TokenizerInfo(name, (), {}, None, builtin=True))
+        return infos
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data`` and fsync it (the directory is fsynced by the caller)."""
+    with open(path, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _check_contents(
+    ranks: Mapping[bytes, int],
+    pat_str: str,
+    special_tokens: Mapping[str, int],
+    explicit_n_vocab: int | None,
+) -> int:
+    """Validate a rank table + specials the way tiktoken would; return n_vocab."""
+    validate_pattern(pat_str)
+    if not ranks:
+        raise InvalidInput("ranks are empty; a tokenizer needs at least one mergeable token")
+    seen: set[int] = set()
+    for token, rank in ranks.items():
+        if not isinstance(token, bytes) or not token:
+            raise InvalidInput(f"token {token!r} must be non-empty bytes")
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise InvalidInput(f"rank of {token!r} is {rank!r}, not a non-negative int")
+        if rank in seen:
+            raise InvalidInput(f"rank {rank} is used by more than one token")
+        seen.add(rank)
+    for text, token_id in special_tokens.items():
+        if not isinstance(text, str) or not text:
+            raise InvalidInput(f"special token {text!r} must be a non-empty string")
+        if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
+            raise InvalidInput(f"id of special token {text!r} is {token_id!r}")
+        if token_id in seen:
+            raise InvalidInput(
+                f"special token {text!r} has id {token_id}, already used by another token"
+            )
+        seen.add(token_id)
+    n_vocab = max(seen) + 1
+    if explicit_n_vocab is not None and not (explicit_n_vocab == len(seen) == n_vocab):
+        raise InvalidInput(
+            f"explicit_n_vocab is {explicit_n_vocab}, but there are {len(seen)} tokens "
+            f"with ids up to {n_vocab - 1}"
+        )
+    return n_vocab

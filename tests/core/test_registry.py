@@ -1,0 +1,441 @@
+"""The registry: names, publish/resolve/load, aliases, delete, corruption and generation."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tokend.core.errors import (
+    CorruptData,
+    FailedPrecondition,
+    InvalidInput,
+    InvalidName,
+    UnknownTokenizer,
+)
+from tokend.core.formats import parse_tiktoken_bpe
+from tokend.core.names import check_alias, check_name, parse_ref
+from tokend.core.patterns import GPT2_PATTERN, O200K_PATTERN
+from tokend.core.registry import Registry
+
+BAD_NAMES = [
+    "",
+    "../x",
+    "..",
+    ".",
+    "...",
+    "/abs",
+    "a/b",
+    "a\\b",
+    "-lead",
+    ".hidden",
+    "_under",
+    "Upper",
+    "a" * 65,
+    "tok\n",
+    "tok\x00",
+    "t ok",
+    "tok@",
+    "\u0430bc",  # Cyrillic a
+    "\uff41bc",  # fullwidth a
+    "ta\u0301",  # combining accent
+    "tok\u200b",  # zero-width space
+    "caf\u00e9",
+]
+
+
+def small_ranks(extra: int = 20) -> dict[bytes, int]:
+    """All 256 single bytes plus ``extra`` two-byte merges: a valid little rank table."""
+    ranks = {bytes([i]): i for i in range(256)}
+    letters = b"abcdefghijklmnopqrstuvwxyz"
+    for i in range(extra):
+        ranks[bytes([letters[i % 26], letters[(i * 7 + 3) % 26]]) + b"#" * (i // 26)] = 256 + i
+    return ranks
+
+
+@pytest.fixture
+def reg(tmp_path: Path) -> Registry:
+    return Registry(tmp_path / "reg", include_builtins=False)
+
+
+def publish(reg: Registry, name: str = "tok", extra: int = 20) -> int:
+    info = reg.publish(
+        name,
+        ranks=small_ranks(extra),
+        pat_str=GPT2_PATTERN,
+        special_tokens={"<|endoftext|>": 256 + extra},
+        training={"vocab_size": 257 + extra},
+        corpus={"sha256": "0" * 64, "bytes": 123},
+    )
+    return info.version
+
+
+class TestNames:
+    @pytest.mark.parametrize("name", BAD_NAMES)
+    def test_bad_names_are_refused_naming_the_rule(self, name: str) -> None:
+        """Every hostile or malformed name is InvalidName, and the message states the rule."""
+        with pytest.raises(InvalidName, match=r"\[a-z0-9\]"):
+            check_name(name)
+
+    @pytest.mark.parametrize("name", ["a", "0", "tok", "my-tok.v2", "o200k_base", "a" * 64])
+    def test_good_names(self, name: str) -> None:
+        assert check_name(name) == name
+
+    @pytest.mark.parametrize("alias", ["123", "latest", "", "../x", "Stable"])
+    def test_bad_aliases(self, alias: str) -> None:
+        """Aliases may not be all digits (that is a version) nor the reserved 'latest'."""
+        with pytest.raises(InvalidName):
+            check_alias(alias)
+
+    def test_parse_every_reference_form(self) -> None:
+        assert parse_ref("tok") == parse_ref("tok")
+        assert parse_ref("tok").version is None and parse_ref("tok").alias is None
+        assert parse_ref("tok@7").version == 7
+        assert parse_ref("tok@stable").alias == "stable"
+        assert parse_ref("tok@latest").alias == "latest"
+
+    @pytest.mark.parametrize(
+        "ref", ["tok@0", "tok@07", "tok@-1", "tok@", "@1", "tok@1@2", "tok@Ab"]
+    )
+    def test_bad_references(self, ref: str) -> None:
+        with pytest.raises(InvalidName):
+            parse_ref(ref)
+
+    @pytest.mark.parametrize("name", BAD_NAMES)
+    def test_registry_refuses_bad_names_everywhere(self, reg: Registry, name: str) -> None:
+        """Publishing, resolving, aliasing and deleting a hostile name never touch the disk."""
+        before = sorted(p.name for p in reg.root.parent.rglob("*"))
+        with pytest.raises(InvalidName):
+            reg.publish(name, ranks=small_ranks(), pat_str=GPT2_PATTERN, special_tokens={})
+        with pytest.raises(InvalidName):
+            reg.resolve(name)
+        with pytest.raises(InvalidName):
+            reg.set_alias(name, "stable", 1)
+        with pytest.raises(InvalidName):
+            reg.delete(name)
+        assert sorted(p.name for p in reg.root.parent.rglob("*")) == before
+
+
+class TestPublish:
+    def test_publish_then_load_round_trips(self, reg: Registry) -> None:
+        """What is published is what load_data returns, hash-checked."""
+        publish(reg)
+        data = reg.load_data("tok")
+        assert data.ranks == small_ranks()
+        assert data.pat_str == GPT2_PATTERN
+        assert data.special_tokens == {"<|endoftext|>": 276}
+        assert data.resolved.ref == "tok@1"
+
+    def test_manifest_records_everything(self, reg: Registry) -> None:
+        publish(reg)
+        manifest = reg.manifest("tok@1")
+        ranks_file = reg.root / "tok" / "1" / "ranks.tiktoken"
+        assert manifest["files"]["ranks.tiktoken"]["bytes"] == ranks_file.stat().st_size
+        assert manifest["pattern"] == GPT2_PATTERN
+        assert manifest["pattern_name"] == "gpt2"
+        assert manifest["n_vocab"] == 277
+        assert manifest["training"] == {"vocab_size": 277}
+        assert manifest["corpus"] == {"sha256": "0" * 64, "bytes": 123}
+        assert manifest["tool"]["name"] == "tokend"
+        assert manifest["format_version"] == 1
+        assert parse_tiktoken_bpe(ranks_file.read_bytes()) == small_ranks()
+
+    def test_versions_increase(self, reg: Registry) -> None:
+        assert [publish(reg) for _ in range(3)] == [1, 2, 3]
+        assert reg.resolve("tok").version == 3
+        assert reg.resolve("tok@latest").version == 3
+        assert reg.resolve("tok@2").version == 2
+
+    def test_versions_never_reused_after_delete(self, reg: Registry) -> None:
+        """Deleting the latest (even every) version never frees its number."""
+        publish(reg)
+        publish(reg)
+        reg.delete("tok@2")
+        assert publish(reg) == 3
+        reg.delete("tok", all_versions=True)
+        with pytest.raises(UnknownTokenizer):
+            reg.resolve("tok")
+        assert publish(reg) == 4
+
+    def test_version_counter_survives_counter_loss(self, reg: Registry) -> None:
+        """Without its counter file, the highest directory still bounds the next version."""
+        publish(reg)
+        publish(reg)
+        (reg.root / "tok" / "counter.json").unlink()
+        assert publish(reg) == 3
+
+    @pytest.mark.parametrize(
+        ("ranks", "specials", "match"),
+        [
+            ({}, {}, "empty"),
+            ({b"a": 0, b"b": 0}, {}, "rank 0"),
+            ({b"a": 0, b"": 1}, {}, "non-empty"),
+            ({b"a": -1}, {}, "non-negative"),
+            ({b"a": 0}, {"<s>": 0}, "already used"),
+            ({b"a": 0}, {"": 1}, "non-empty"),
+        ],
+    )
+    def test_invalid_contents_are_refused(
+        self, reg: Registry, ranks: dict[bytes, int], specials: dict[str, int], match: str
+    ) -> None:
+        with pytest.raises(InvalidInput, match=match):
+            reg.publish("tok", ranks=ranks, pat_str=GPT2_PATTERN, special_tokens=specials)
+        assert reg.list() == []
+
+    def test_bad_pattern_is_refused(self, reg: Registry) -> None:
+        with pytest.raises(InvalidInput, match="compile"):
+            reg.publish("tok", ranks=small_ranks(), pat_str="(", special_tokens={})
+
+    def test_explicit_n_vocab_is_checked(self, reg: Registry) -> None:
+        with pytest.raises(InvalidInput, match="explicit_n_vocab"):
+            reg.publish(
+                "tok",
+                ranks=small_ranks(),
+                pat_str=GPT2_PATTERN,
+                special_tokens={},
+                explicit_n_vocab=5,
+            )
+        info = reg.publish(
+            "tok",
+            ranks=small_ranks(),
+            pat_str=O200K_PATTERN,
+            special_tokens={},
+            explicit_n_vocab=276,
+        )
+        assert reg.load_data(info.ref).explicit_n_vocab == 276
+
+    def test_unserializable_training_metadata_is_refused(self, reg: Registry) -> None:
+        with pytest.raises(InvalidInput, match="training"):
+            reg.publish(
+                "tok",
+                ranks=small_ranks(),
+                pat_str=GPT2_PATTERN,
+                special_tokens={},
+                training={"x": object()},
+            )
+
+    def test_list(self, reg: Registry) -> None:
+        publish(reg, "b")
+        publish(reg, "a")
+        publish(reg, "a")
+        reg.set_alias("a", "stable", 1)
+        infos = {i.name: i for i in reg.list()}
+        assert set(infos) == {"a", "b"}
+        assert infos["a"].versions == (1, 2)
+        assert infos["a"].latest == 2
+        assert infos["a"].aliases == {"stable": 1}
+        assert not infos["a"].builtin
+
+    def test_staging_is_empty_after_publish(self, reg: Registry) -> None:
+        publish(reg)
+        assert list((reg.root / ".staging").iterdir()) == []
+
+
+class TestAliases:
+    def test_alias_resolves_and_moves(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        reg.set_alias("tok", "stable", 1)
+        assert reg.resolve("tok@stable").version == 1
+        reg.set_alias("tok", "stable", 2)
+        assert reg.resolve("tok@stable").version == 2
+        assert json.loads((reg.root / "tok" / "aliases.json").read_text()) == {"stable": 2}
+
+    def test_alias_to_missing_version_is_refused(self, reg: Registry) -> None:
+        publish(reg)
+        with pytest.raises(UnknownTokenizer, match="versions 1"):
+            reg.set_alias("tok", "stable", 2)
+        with pytest.raises(UnknownTokenizer):
+            reg.set_alias("nope", "stable", 1)
+
+    def test_unknown_alias_lists_the_existing_ones(self, reg: Registry) -> None:
+        publish(reg)
+        reg.set_alias("tok", "canary", 1)
+        with pytest.raises(UnknownTokenizer, match="canary"):
+            reg.resolve("tok@stable")
+
+    def test_remove_alias(self, reg: Registry) -> None:
+        publish(reg)
+        reg.set_alias("tok", "stable", 1)
+        reg.remove_alias("tok", "stable")
+        with pytest.raises(UnknownTokenizer):
+            reg.resolve("tok@stable")
+        with pytest.raises(UnknownTokenizer):
+            reg.remove_alias("tok", "stable")
+
+
+class TestDelete:
+    def test_delete_refuses_aliased_versions_naming_the_alias(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        reg.set_alias("tok", "stable", 1)
+        with pytest.raises(FailedPrecondition, match="tok@stable"):
+            reg.delete("tok@1")
+        with pytest.raises(FailedPrecondition, match="stable"):
+            reg.delete("tok@stable")
+        with pytest.raises(FailedPrecondition, match="stable"):
+            reg.delete("tok", all_versions=True)
+        assert reg.resolve("tok@1").version == 1
+        reg.delete("tok@2")
+        assert reg.resolve("tok").version == 1
+
+    def test_delete_bare_name_deletes_the_latest(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        assert reg.delete("tok") == [2]
+        assert reg.resolve("tok").version == 1
+
+    def test_delete_unknown(self, reg: Registry) -> None:
+        with pytest.raises(UnknownTokenizer):
+            reg.delete("nope@1")
+
+    def test_deleted_version_is_gone(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        reg.delete("tok@1")
+        with pytest.raises(UnknownTokenizer, match="versions: 2"):
+            reg.resolve("tok@1")
+        assert not (reg.root / "tok" / "1").exists()
+
+
+class TestCorruption:
+    def _ranks_file(self, reg: Registry, version: int = 1) -> Path:
+        return reg.root / "tok" / str(version) / "ranks.tiktoken"
+
+    def test_flipped_byte_is_corrupt_and_rest_usable(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        path = self._ranks_file(reg, 1)
+        data = bytearray(path.read_bytes())
+        data[10] ^= 0x01
+        path.write_bytes(bytes(data))
+        with pytest.raises(CorruptData, match=str(path)):
+            reg.load_data("tok@1")
+        assert reg.load_data("tok@2").ranks == small_ranks()
+        problems = reg.verify()
+        assert [p.ref for p in problems] == ["tok@1"]
+        assert "sha256" in problems[0].message
+
+    def test_truncated_file_is_corrupt(self, reg: Registry) -> None:
+        publish(reg)
+        path = self._ranks_file(reg)
+        path.write_bytes(path.read_bytes()[:100])
+        with pytest.raises(CorruptData, match="truncated"):
+            reg.load_data("tok")
+        assert [p.ref for p in reg.verify()] == ["tok@1"]
+
+    def test_missing_file_is_corrupt(self, reg: Registry) -> None:
+        publish(reg)
+        self._ranks_file(reg).unlink()
+        with pytest.raises(CorruptData, match="missing"):
+            reg.load_data("tok")
+
+    @pytest.mark.parametrize("content", [b"", b"{", b"[]", b'{"format_version": 1}', b"\xff\xfe"])
+    def test_bad_manifest_is_corrupt(self, reg: Registry, content: bytes) -> None:
+        publish(reg)
+        publish(reg, "other")
+        (reg.root / "tok" / "1" / "manifest.json").write_bytes(content)
+        with pytest.raises(CorruptData, match="manifest"):
+            reg.load_data("tok")
+        assert reg.load_data("other").ranks == small_ranks()
+        assert [p.ref for p in reg.verify()] == ["tok@1"]
+
+    def test_manifest_naming_another_version_is_corrupt(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        # A version directory copied under the wrong number must not be served as that number.
+        (reg.root / "tok" / "2" / "manifest.json").write_bytes(
+            (reg.root / "tok" / "1" / "manifest.json").read_bytes()
+        )
+        with pytest.raises(CorruptData, match="tok@1"):
+            reg.load_data("tok@2")
+
+    def test_manifest_cannot_point_outside_the_version(self, reg: Registry, tmp_path: Path) -> None:
+        """A manifest listing ``../../x`` as a file is refused before anything is opened."""
+        publish(reg)
+        path = reg.root / "tok" / "1" / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["files"]["../../../secret"] = {"sha256": "0" * 64, "bytes": 1}
+        path.write_text(json.dumps(manifest))
+        with pytest.raises(CorruptData, match="files must be"):
+            reg.load_data("tok")
+
+    def test_corrupt_aliases_file(self, reg: Registry) -> None:
+        publish(reg)
+        (reg.root / "tok" / "aliases.json").write_text("{not json")
+        with pytest.raises(CorruptData, match="aliases"):
+            reg.resolve("tok@stable")
+        assert reg.resolve("tok@1").version == 1
+        assert [p.path.endswith("aliases.json") for p in reg.verify()] == [True]
+
+    def test_verify_clean_registry(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg, "other")
+        assert reg.verify() == []
+
+
+class TestGeneration:
+    def test_generation_changes_on_every_change(self, reg: Registry) -> None:
+        seen = {reg.generation()}
+        publish(reg)
+        seen.add(reg.generation())
+        publish(reg)
+        seen.add(reg.generation())
+        reg.set_alias("tok", "stable", 1)
+        seen.add(reg.generation())
+        reg.delete("tok@2")
+        seen.add(reg.generation())
+        assert len(seen) == 5
+
+    def test_generation_is_stable_without_changes(self, reg: Registry) -> None:
+        publish(reg)
+        assert reg.generation() == reg.generation()
+        reg.load_data("tok")
+        reg.verify()
+        assert reg.generation() == Registry(reg.root, include_builtins=False).generation()
+
+
+class TestOpen:
+    def test_root_that_is_a_file(self, tmp_path: Path) -> None:
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(FailedPrecondition, match="not a directory"):
+            Registry(tmp_path / "f")
+
+    def test_leftovers_are_cleaned_on_open(self, reg: Registry) -> None:
+        """Staging dirs whose writer is gone, trash and temp files vanish on the next open."""
+        publish(reg)
+        staging = reg.root / ".staging"
+        (staging / "dead").mkdir()
+        (staging / "dead" / "ranks.tiktoken").write_bytes(b"partial")
+        (staging / "dead2").mkdir()
+        (staging / "dead2.lock").write_bytes(b"")  # lock file nobody holds
+        (staging / "x.trash").mkdir()
+        (reg.root / "tok" / ".counter.json.abc.tmp").write_bytes(b"half")
+        Registry(reg.root, include_builtins=False)
+        assert list(staging.iterdir()) == []
+        assert not (reg.root / "tok" / ".counter.json.abc.tmp").exists()
+        assert reg.verify() == []
+
+    def test_live_staging_dir_is_left_alone(self, reg: Registry) -> None:
+        """A staging dir whose lock is held (a publisher still writing) survives a clean."""
+        from tokend.core.locking import held_lock_file
+
+        staging = reg.root / ".staging"
+        fd = held_lock_file(staging / "live.lock")
+        try:
+            (staging / "live").mkdir()
+            Registry(reg.root, include_builtins=False)
+            assert (staging / "live").is_dir()
+        finally:
+            os.close(fd)
+        Registry(reg.root, include_builtins=False)
+        assert list(staging.iterdir()) == []
+
+    def test_unknown_name_lists_known(self, reg: Registry) -> None:
+        publish(reg, "alpha")
+        with pytest.raises(UnknownTokenizer, match="alpha"):
+            reg.resolve("beta")
+        with pytest.raises(UnknownTokenizer):
+            reg.resolve("alpha@9")
