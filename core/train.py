@@ -1,0 +1,500 @@
+"""Byte-level BPE training: count pretokens (in parallel), then learn merges incrementally.
+
+Semantics (exact, and the same for any ``workers`` and any chunking of the input):
+
+1. The corpus is split on the special tokens first; then each document is cut into pretokens
+   by the pattern. No merge ever crosses a special token or a pretoken boundary.
+2. Each round merges the most frequent adjacent pair of tokens, counted over all pretokens
+   weighted by how often each pretoken occurs. Ties go to the lexicographically greatest
+   pair, compared as ``(bytes, bytes)``.
+3. Ids: bytes 0-255 by value, then one id per merge from 256 in order, then the special
+   tokens. ``vocab_size`` counts all three; when no pair is left, training stops early.
+
+The merge loop never recounts: it keeps ``pair -> count`` and ``pair -> pretokens holding it``,
+updates only around the places a merge touches, and picks the best pair from a heap whose
+stale entries are fixed up lazily when they reach the top.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
+from itertools import pairwise
+from typing import Any
+
+import regex
+
+from tokend.core import corpus as corpus_io
+from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
+from tokend.core.errors import Cancelled, InvalidInput
+from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
+from tokend.core.train_count import CountPool, count_into, to_byte_counts
+
+Pair = tuple[bytes, bytes]
+ProgressFn = Callable[[str, int, int], None]
+StopFn = Callable[[], bool]
+
+# Characters of text per batch handed to a counting worker.
+BATCH_CHARS = 1 << 20
+# Minimum seconds between two progress reports of the same phase.
+PROGRESS_INTERVAL = 0.1
+# Minimum seconds between two calls of should_stop (it may be an RPC context check).
+STOP_INTERVAL = 0.05
+
+
+@dataclass(frozen=True)
+class TrainStats:
+    """What training saw and how long each phase took."""
+
+    bytes_read: int  # UTF-8 bytes of input, special tokens included
+    documents: int  # non-empty documents (text between special tokens / stream ends)
+    pretokens: int  # pretoken occurrences
+    distinct_pretokens: int
+    merges: int  # merges learned
+    stopped_early: bool  # True when the corpus ran out of pairs before vocab_size
+    workers: int  # counting processes used (1 = counted in this process)
+    seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready dict (for manifests and the Train RPC)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A trained byte-level BPE tokenizer: vocab, merges in order, special tokens, pattern."""
+
+    vocab: dict[int, bytes]  # id -> token bytes (special tokens as their UTF-8 bytes)
+    merges: list[Pair]  # in the order learned; merge i made token id 256 + i
+    special_tokens: dict[str, int]  # text -> id, after the merges
+    pattern: str  # the pretokenization regex
+    pattern_name: str | None  # "gpt2" / "cl100k" / "o200k", or None for a custom regex
+    vocab_size: int  # as requested; len(vocab) is smaller when stats.stopped_early
+    stats: TrainStats
+
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """Token bytes -> rank (= id) without the special tokens, as ``.tiktoken`` files hold.
+
+        If two merges ever produce the same bytes, the first (lower) id is kept.
+        """
+        special_ids = set(self.special_tokens.values())
+        ranks: dict[bytes, int] = {}
+        for token_id in sorted(self.vocab):
+            if token_id not in special_ids:
+                ranks.setdefault(self.vocab[token_id], token_id)
+        return ranks
+
+    def to_encoding(self, name: str = "custom") -> Any:
+        """An ``Encoding`` that tokenizes exactly as this training merged."""
+        encoding = importlib.import_module("tokend.core.encoding")
+        return encoding.Encoding(
+            name,
+            pat_str=self.pattern,
+            mergeable_ranks=self.mergeable_ranks(),
+            special_tokens=dict(self.special_tokens),
+        )
+
+
+class _Throttle:
+    """Call progress at a steady rate (at most every PROGRESS_INTERVAL) and poll should_stop."""
+
+    def __init__(self, progress: ProgressFn | None, should_stop: StopFn | None) -> None:
+        self._progress = progress
+        self._should_stop = should_stop
+        self._last_report = 0.0
+        self._last_phase = ""
+        self._last_check = 0.0
+
+    def report(self, phase: str, done: int, total: int, *, force: bool = False) -> None:
+        """Report now if forced, if the phase changed, or if the interval has passed."""
+        if self._progress is None:
+            return
+        now = time.monotonic()
+        if force or phase != self._last_phase or now - self._last_report >= PROGRESS_INTERVAL:
+            self._last_report = now
+            self._last_phase = phase
+            self._progress(phase, done, total)
+
+    def check(self, phase: str) -> None:
+        if self._should_stop is None:
+            return
+        now = time.monotonic()
+        if now - self._last_check >= STOP_INTERVAL:
+            self._last_check = now
+            if self._should_stop():
+                raise Cancelled(f"training was cancelled during the {phase} phase")
+
+
+def train_bpe(
+    corpus: CorpusInput,
+    vocab_size: int,
+    special_tokens: Iterable[str] = (),
+    *,
+    pattern: str = "gpt2",
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+    should_stop: StopFn | None = None,
+) -> TrainResult:
+    """Train a byte-level BPE tokenizer on ``corpus`` (see the module docstring for semantics).
+
+    ``corpus`` is a path, a list or tuple of paths, or any other iterable of str chunks (a
+    stream: documents may span chunks). ``workers`` counting processes are used when the input
+    is larger than one batch (default: the CPUs this process may use). ``progress(phase, done,
+    total)`` is called at a steady rate for the phases ``count`` (bytes; total 0 when unknown),
+    ``index`` (pretokens) and ``merge`` (merges). ``should_stop()`` is polled; when it returns
+    True, Cancelled is raised within a fraction of a second and worker processes are stopped.
+
+    >>> r = train_bpe(iter(["low lower lowest"]), 258)
+    >>> r.merges
+    [(b'l', b'o'), (b'lo', b'w')]
+    """
+    specials = _check_special_tokens(special_tokens)
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise InvalidInput(f"vocab_size must be an int, got {vocab_size!r}")
+    minimum = 256 + len(specials)
+    if vocab_size < minimum:
+        raise InvalidInput(
+            f"vocab_size is {vocab_size}, below the minimum of {minimum} "
+            f"(256 byte tokens + {len(specials)} special tokens)"
+        )
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise InvalidInput(f"workers must be a positive int or None, got {workers!r}")
+    pat_str = resolve_pattern(pattern)
+    pattern_name = next((n for n, p in NAMED_PATTERNS.items() if pat_str == p), None)
+    throttle = _Throttle(progress, should_stop)
+    seconds: dict[str, float] = {}
+
+    start = time.perf_counter()
+    counted = _count_corpus(
+        corpus,
+        specials,
+        pat_str,
+        safe_cuts=pattern_name is not None,
+        workers=workers if workers is not None else _available_cpus(),
+        throttle=throttle,
+        should_stop=should_stop,
+    )
+    seconds["count"] = time.perf_counter() - start
+
+    learner = _MergeLearner(counted.word_counts, throttle)
+    del counted.word_counts  # the learner holds its own copy as token lists
+    seconds["index"] = learner.index_seconds
+    start = time.perf_counter()
+    n_merges = vocab_size - minimum
+    learner.learn(n_merges)
+    seconds["merge"] = time.perf_counter() - start
+    seconds["total"] = seconds["count"] + seconds["index"] + seconds["merge"]
+
+    vocab = dict(enumerate(learner.vocab))
+    next_id = len(vocab)
+    special_ids: dict[str, int] = {}
+    for i, text in enumerate(specials):
+        special_ids[text] = next_id + i
+        vocab[next_id + i] = text.encode("utf-8")
+    merges = [(learner.vocab[a], learner.vocab[b]) for a, b in learner.merges]
+    stats = TrainStats(
+        bytes_read=counted.bytes_read,
+        documents=counted.documents,
+        pretokens=counted.pretokens,
+        distinct_pretokens=learner.distinct_pretokens,
+        merges=len(merges),
+        stopped_early=len(merges) < n_merges,
+        workers=counted.workers,
+        seconds=seconds,
+    )
+    return TrainResult(
+        vocab=vocab,
+        merges=merges,
+        special_tokens=special_ids,
+        pattern=pat_str,
+        pattern_name=pattern_name,
+        vocab_size=vocab_size,
+        stats=stats,
+    )
+
+
+def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
+    if isinstance(special_tokens, str):
+        raise InvalidInput(
+            f"special_tokens must be a list of strings, not the string {special_tokens!r}; "
+            f"write [{special_tokens!r}]"
+        )
+    specials: list[str] = []
+    for token in special_tokens:
+        if not isinstance(token, str) or not token:
+            raise InvalidInput(f"special tokens must be non-empty strings, got {token!r}")
+        if token in specials:
+            raise InvalidInput(f"special token {token!r} is listed twice")
+        utf8_length(token)  # refuses lone surrogates
+        specials.append(token)
+    return specials
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class _Counted:
+    word_counts: dict[bytes, int]
+    bytes_read: int
+    documents: int
+    pretokens: int
+    workers: int
+
+
+def _count_corpus(
+    corpus: CorpusInput,
+    specials: list[str],
+    pat_str: str,
+    *,
+    safe_cuts: bool,
+    workers: int,
+    throttle: _Throttle,
+    should_stop: StopFn | None,
+) -> _Counted:
+    """Phase 1: stream the input, cut it into pieces and count pretokens.
+
+    With ``workers`` > 1, ``workers - 1`` processes are started once a second batch shows up,
+    and this process counts alongside them.
+    """
+    sources = open_sources(corpus)
+    total = sum(s.size for s in sources if s.size is not None)
+    if any(s.size is None for s in sources):
+        total = 0
+    splitter = Splitter(
+        specials, safe_cuts=safe_cuts, target_chars=corpus_io.TARGET_PIECE_CHARS
+    )
+    compiled = regex.compile(pat_str)
+    local: Counter[str] = Counter()
+    local_seen = 0
+    pool: CountPool | None = None
+    batches = 0
+    batch: list[str] = []
+    batch_chars = 0
+    bytes_read = 0
+
+    def dispatch(pieces: list[str]) -> None:
+        # This process counts whatever the workers cannot take right now: the first batch
+        # (small inputs never start a pool), batches while workers start, and any overflow.
+        nonlocal pool, local_seen, batches
+        batches += 1
+        if pool is None and workers > 1 and batches > 1:
+            pool = CountPool(pat_str, workers - 1, should_stop)
+        if pool is None or not pool.try_submit(pieces):
+            local_seen += count_into(local, pieces, compiled)
+
+    try:
+        for source in sources:
+            before = bytes_read
+            chars = 0
+            for block in source.blocks:
+                throttle.check("count")
+                if source.size is None:
+                    bytes_read += utf8_length(block)
+                    shown = bytes_read
+                else:  # characters approximate bytes until the file is done
+                    chars += len(block)
+                    shown = before + min(chars, source.size)
+                for piece in splitter.feed(block):
+                    batch.append(piece)
+                    batch_chars += len(piece)
+                if batch_chars >= BATCH_CHARS:
+                    dispatch(batch)
+                    batch, batch_chars = [], 0
+                throttle.report("count", shown, total)
+            batch.extend(splitter.finish())
+            if source.size is not None:
+                bytes_read += source.size
+        if batch:
+            dispatch(batch)
+        throttle.check("count")
+        if pool is not None:
+            word_counts, seen = pool.results()
+            used = workers
+            for word, n in to_byte_counts(local).items():
+                word_counts[word] = word_counts.get(word, 0) + n
+            seen += local_seen
+        else:
+            word_counts, seen, used = to_byte_counts(local), local_seen, 1
+    except BaseException:
+        if pool is not None:
+            pool.close()  # at once: cancelled or failed
+        raise
+    if pool is not None:
+        pool.close(graceful=True)
+    throttle.report("count", bytes_read, total, force=True)
+    return _Counted(word_counts, bytes_read, splitter.documents, seen, used)
+
+
+def _inverted(token: bytes) -> tuple[int, ...]:
+    """A heap key that sorts byte strings in *descending* order.
+
+    Each byte x becomes 255 - x and a terminator 256 (above every inverted byte) is added, so
+    a proper prefix sorts after its extensions: b"ab" > b"a" gives key(b"ab") < key(b"a").
+    """
+    return (*(255 - x for x in token), 256)
+
+
+class _MergeLearner:
+    """Phase 2 and 3: index pairs of the distinct pretokens, then merge greedily.
+
+    Data shapes (ids are token ids, ``wi`` is the index of a distinct pretoken):
+    ``words[wi]``: list of ids; ``freqs[wi]``: occurrences; ``pair_counts``: (id, id) ->
+    weighted count (> 0 only); ``where``: (id, id) -> set of ``wi`` that held the pair (may
+    be stale: a word that lost the pair is skipped when visited); ``heap``: (-count,
+    _inverted(left), _inverted(right), left, right), smallest = best pair.
+    """
+
+    def __init__(self, word_counts: Mapping[bytes, int], throttle: _Throttle) -> None:
+        start = time.perf_counter()
+        self._throttle = throttle
+        self.vocab: list[bytes] = [bytes([i]) for i in range(256)]
+        self._inv: list[tuple[int, ...]] = [_inverted(t) for t in self.vocab]
+        self.merges: list[tuple[int, int]] = []
+        self.distinct_pretokens = len(word_counts)
+        words: list[list[int]] = []
+        freqs: list[int] = []
+        for word, n in word_counts.items():
+            if len(word) > 1:  # a single byte has no pair to merge
+                words.append(list(word))
+                freqs.append(n)
+        pair_counts: dict[tuple[int, int], int] = {}
+        where: defaultdict[tuple[int, int], set[int]] = defaultdict(set)
+        get = pair_counts.get
+        total = len(words)
+        for wi, w in enumerate(words):
+            f = freqs[wi]
+            for p in pairwise(w):
+                pair_counts[p] = get(p, 0) + f
+                where[p].add(wi)
+            if wi & 0xFFF == 0:
+                throttle.check("index")
+                throttle.report("index", wi, total)
+        throttle.report("index", total, total, force=True)
+        inv = self._inv
+        self._heap = [(-c, inv[a], inv[b], a, b) for (a, b), c in pair_counts.items()]
+        heapify(self._heap)
+        self._words = words
+        self._freqs = freqs
+        self._pair_counts = pair_counts
+        self._where = where
+        self.index_seconds = time.perf_counter() - start
+
+    def _pop_best(self) -> tuple[int, int] | None:
+        """Pop the valid best pair, fixing stale heap entries on the way; None when empty."""
+        heap = self._heap
+        pair_counts = self._pair_counts
+        inv = self._inv
+        while heap:
+            neg, _, _, a, b = heap[0]
+            count = pair_counts.get((a, b), 0)
+            if count == -neg:
+                heappop(heap)
+                return a, b
+            heappop(heap)
+            # subtle: a count that grew was pushed again when it grew; one that shrank was
+            # not, so re-push it now with its true count.
+            if 0 < count < -neg:
+                heappush(heap, (-count, inv[a], inv[b], a, b))
+        return None
+
+    def learn(self, n_merges: int) -> None:
+        """Run up to ``n_merges`` merges (fewer when no pair is left)."""
+        throttle = self._throttle
+        for k in range(n_merges):
+            if k & 0x3F == 0:
+                throttle.check("merge")
+                throttle.report("merge", k, n_merges)
+            best = self._pop_best()
+            if best is None:
+                break
+            self._merge(best[0], best[1])
+        throttle.report("merge", len(self.merges), n_merges, force=True)
+
+    def _merge(self, a: int, b: int) -> None:
+        """Merge every (a, b) into a new token, updating counts only around each merge site.
+
+        Example: word [a, b, a, b, c] -> [n, n, c]: pairs (a,b) x2, (b,a), (b,c) go;
+        (n,n), (n,c) come. The pair between two adjacent sites is counted once.
+        """
+        new = len(self.vocab)
+        token = self.vocab[a] + self.vocab[b]
+        self.vocab.append(token)
+        self._inv.append(_inverted(token))
+        self.merges.append((a, b))
+        words = self._words
+        freqs = self._freqs
+        where = self._where
+        delta: dict[tuple[int, int], int] = {}
+        dget = delta.get
+        for wi in where.pop((a, b)):
+            w = words[wi]
+            try:
+                i = w.index(a)
+            except ValueError:  # stale index entry
+                continue
+            f = freqs[wi]
+            n = len(w)
+            last = n - 1
+            nw = w[:i]
+            prev_site = -2
+            while i < last:
+                if w[i] == a and w[i + 1] == b:
+                    if i > 0:
+                        if prev_site == i - 2:  # ... a b | a b ...: (b, a) becomes (new, new)
+                            p = (b, a)
+                            delta[p] = dget(p, 0) - f
+                            p = (new, new)
+                        else:
+                            left = w[i - 1]
+                            p = (left, a)
+                            delta[p] = dget(p, 0) - f
+                            p = (left, new)
+                        delta[p] = dget(p, 0) + f
+                        where[p].add(wi)
+                    # The right neighbour, unless it starts the next site (handled there).
+                    if i + 2 < n and not (w[i + 2] == a and i + 3 < n and w[i + 3] == b):
+                        right = w[i + 2]
+                        p = (b, right)
+                        delta[p] = dget(p, 0) - f
+                        p = (new, right)
+                        delta[p] = dget(p, 0) + f
+                        where[p].add(wi)
+                    nw.append(new)
+                    prev_site = i
+                    i += 2
+                else:
+                    nw.append(w[i])
+                    i += 1
+            if prev_site < 0:  # a occurs, but never followed by b: stale entry
+                continue
+            if i == last:
+                nw.append(w[i])
+            words[wi] = nw
+        pair_counts = self._pair_counts
+        del pair_counts[(a, b)]
+        heap = self._heap
+        inv = self._inv
+        for p, d in delta.items():
+            if d == 0 or p == (a, b):
+                continue
+            count = pair_counts.get(p, 0) + d
+            if count > 0:
+                pair_counts[p] = count
+            else:
+                del pair_counts[p]
+            if d > 0:
+                heappush(heap, (-count, inv[p[0]], inv[p[1]], p[0], p[1]))
+

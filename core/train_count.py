@@ -1,0 +1,169 @@
+"""Pretoken counting for training: in this process, or in a pool of spawned worker processes.
+
+Each worker keeps one running count of the batches it is given and sends it back once, at
+the end, so memory grows with the number of distinct pretokens and not with the corpus. The
+module imports nothing heavy, so spawned workers start fast (and it is spawn-safe: workers
+never depend on state inherited by ``fork``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.process
+import multiprocessing.queues
+import queue
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import regex
+
+from tokend.core.errors import Cancelled, InvalidInput, TokendError
+
+# How long a blocked queue operation waits before checking for cancellation again.
+POLL_SECONDS = 0.05
+
+
+def to_byte_counts(counts: Counter[str]) -> dict[bytes, int]:
+    """Key pretoken counts by their UTF-8 bytes, refusing lone surrogates clearly."""
+    try:
+        return {word.encode("utf-8"): n for word, n in counts.items()}
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"corpus text contains {exc.object[exc.start]!r} (a lone surrogate), "
+            "which has no UTF-8 encoding"
+        ) from None
+
+
+def count_into(counts: Counter[str], pieces: Iterable[str], compiled: regex.Pattern[str]) -> int:
+    """Add the pretokens of each piece to ``counts``; return how many pretokens were seen."""
+    seen = 0
+    findall = compiled.findall
+    for piece in pieces:
+        found = findall(piece)
+        seen += len(found)
+        counts.update(found)
+    return seen
+
+
+def _worker_main(pat_str: str, inbox: Any, outbox: Any) -> None:
+    """Worker loop: count every batch until ``None`` arrives, then send the totals back."""
+    try:
+        compiled = regex.compile(pat_str)
+        counts: Counter[str] = Counter()
+        seen = 0
+        while True:
+            batch = inbox.get()
+            if batch is None:
+                break
+            seen += count_into(counts, batch, compiled)
+        outbox.put(("ok", to_byte_counts(counts), seen))
+    except BaseException as exc:  # report anything, so the parent never waits forever
+        outbox.put(("error", f"{type(exc).__name__}: {exc}", 0))
+
+
+class CountPool:
+    """A fixed set of spawned counting processes fed through a bounded queue.
+
+    Use as a context manager: leaving the block (normally or by an exception such as
+    Cancelled) terminates every worker that is still running, so nothing is left behind.
+    """
+
+    def __init__(
+        self, pat_str: str, workers: int, should_stop: Callable[[], bool] | None
+    ) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._should_stop = should_stop
+        self._inbox: multiprocessing.queues.Queue[list[str] | None] = ctx.Queue(
+            maxsize=2 * workers
+        )
+        self._outbox: multiprocessing.queues.Queue[tuple[str, Any, int]] = ctx.Queue()
+        self._procs: list[multiprocessing.process.BaseProcess] = [
+            ctx.Process(
+                target=_worker_main,
+                args=(pat_str, self._inbox, self._outbox),
+                name=f"tokend-train-count-{i}",
+                daemon=True,
+            )
+            for i in range(workers)
+        ]
+        for p in self._procs:
+            p.start()
+
+    def __enter__(self) -> CountPool:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.close(graceful=exc_type is None)
+
+    def _check(self) -> None:
+        if self._should_stop is not None and self._should_stop():
+            raise Cancelled("training was cancelled while counting pretokens")
+        for p in self._procs:
+            if p.exitcode not in (None, 0):
+                raise TokendError(f"a counting worker died (exit code {p.exitcode})")
+
+    def try_submit(self, batch: list[str]) -> bool:
+        """Queue a batch if a worker can take it soon; False when the queue is full."""
+        self._check()
+        try:
+            self._inbox.put_nowait(batch)
+        except queue.Full:
+            return False
+        return True
+
+    def submit(self, batch: list[str] | None) -> None:
+        """Queue a batch (``None`` tells one worker to finish), waiting while the queue is full."""
+        while True:
+            try:
+                self._inbox.put(batch, timeout=POLL_SECONDS)
+                return
+            except queue.Full:
+                self._check()
+
+    def results(self) -> tuple[dict[bytes, int], int]:
+        """Finish all workers and merge their counts: (pretoken bytes -> count, pretokens seen)."""
+        for _ in self._procs:
+            self.submit(None)
+        parts: list[dict[bytes, int]] = []
+        seen = 0
+        while len(parts) < len(self._procs):
+            try:
+                status, payload, n = self._outbox.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                self._check()
+                continue
+            if status != "ok":
+                if payload.startswith("InvalidInput: "):
+                    raise InvalidInput(payload.removeprefix("InvalidInput: "))
+                raise TokendError(f"a counting worker failed: {payload}")
+            parts.append(payload)
+            seen += n
+        parts.sort(key=len, reverse=True)
+        total = parts[0]
+        for part in parts[1:]:
+            get = total.get
+            for word, n in part.items():
+                total[word] = get(word, 0) + n
+        return total, seen
+
+    def close(self, *, graceful: bool = False) -> None:
+        """Stop every worker (a no-op for those that already exited) and release the queues.
+
+        ``graceful`` gives workers that were told to finish a moment to exit on their own.
+        """
+        deadline = time.monotonic() + (1.0 if graceful else 0.0)
+        for p in self._procs:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in self._procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self._procs:
+            p.join(timeout=1.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for q in (self._inbox, self._outbox):
+            q.cancel_join_thread()
+            q.close()
