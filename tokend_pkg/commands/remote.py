@@ -1,0 +1,370 @@
+"""``tokend encode|decode|count|tokenizers --target HOST:PORT``: the service from the shell.
+
+Each command is a thin wrapper over ``tokend.client.Client``: plain output for people, ``--json``
+for scripts. Failed calls print ``tokend: CODE: message`` on stderr and exit 1. Remote training
+(``tokend train --target``) reuses ``add_connection_options`` and ``run_remote_train`` from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from tokend.client import ChatMessage, Client, RemoteError, TlsConfig, TrainJob
+from tokend.core.errors import TokendError
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_TOKENIZER = "o200k_base"
+
+Handler = Callable[[Client, argparse.Namespace], Any]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    encode = subparsers.add_parser(
+        "encode", help="encode text to token ids on a tokend server (--target)"
+    )
+    add_connection_options(encode)
+    _add_tokenizer(encode)
+    encode.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
+    encode.add_argument(
+        "--allowed-special",
+        default="",
+        metavar="TOKENS",
+        help="comma-separated special tokens to encode as such, or 'all'",
+    )
+    encode.add_argument(
+        "--no-special-check",
+        action="store_true",
+        help="encode special-token text as plain text instead of refusing it",
+    )
+    encode.add_argument("--details", action="store_true", help="also show pieces and offsets")
+    encode.set_defaults(func=_command(_encode))
+
+    decode = subparsers.add_parser(
+        "decode", help="decode token ids to text on a tokend server (--target)"
+    )
+    add_connection_options(decode)
+    _add_tokenizer(decode)
+    decode.add_argument(
+        "ids", nargs="*", metavar="ID", help="token ids (default: stdin, spaces or commas)"
+    )
+    decode.set_defaults(func=_command(_decode))
+
+    count = subparsers.add_parser(
+        "count", help="count tokens of texts or chat messages on a tokend server (--target)"
+    )
+    add_connection_options(count)
+    _add_tokenizer(count)
+    count.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
+    count.add_argument(
+        "--messages",
+        type=Path,
+        metavar="FILE",
+        help="JSON file of chat messages [{role, content, name?}] ('-': stdin)",
+    )
+    count.add_argument(
+        "--plain-text", action="store_true", help="count messages without the chat framing"
+    )
+    count.add_argument("--max-tokens", type=int, metavar="N", help="also say whether it fits")
+    count.set_defaults(func=_command(_count))
+
+    tokenizers = subparsers.add_parser(
+        "tokenizers", help="list a tokend server's tokenizers, or describe one (--target)"
+    )
+    add_connection_options(tokenizers)
+    tokenizers.add_argument("name", nargs="?", metavar="REF", help="describe this one")
+    tokenizers.set_defaults(func=_command(_tokenizers))
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """--target, --token, --timeout, TLS and --json: the options every remote command takes."""
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--target",
+        default=os.environ.get("TOKEND_TARGET", DEFAULT_TARGET),
+        metavar="HOST:PORT",
+        help=f"server address (env TOKEND_TARGET, default {DEFAULT_TARGET})",
+    )
+    group.add_argument(
+        "--token",
+        default=os.environ.get("TOKEND_TOKEN"),
+        help="admin token, sent as 'authorization: Bearer' (env TOKEND_TOKEN)",
+    )
+    group.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per-call deadline"
+    )
+    group.add_argument("--tls", action="store_true", help="use TLS (system roots by default)")
+    group.add_argument("--tls-ca", type=Path, metavar="PEM", help="CA certificate to trust")
+    group.add_argument("--tls-cert", type=Path, metavar="PEM", help="client certificate (mTLS)")
+    group.add_argument("--tls-key", type=Path, metavar="PEM", help="client key (mTLS)")
+    group.add_argument("--tls-server-name", metavar="NAME", help="expected server cert name")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def connect(args: argparse.Namespace) -> Client:
+    """A Client from the connection options (any --tls-* option implies --tls)."""
+    tls: TlsConfig | None = None
+    if args.tls or args.tls_ca or args.tls_cert or args.tls_key or args.tls_server_name:
+        tls = TlsConfig.from_files(
+            args.tls_ca, args.tls_cert, args.tls_key, server_name=args.tls_server_name
+        )
+    return Client(args.target, timeout=args.timeout, tls=tls, token=args.token)
+
+
+def _add_tokenizer(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-t",
+        "--tokenizer",
+        default=DEFAULT_TOKENIZER,
+        metavar="REF",
+        help=f"name, name@version, name@alias or model (default {DEFAULT_TOKENIZER})",
+    )
+
+
+def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
+    """Wrap a handler: open the client, print its result, turn errors into exit status 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with connect(args) as client:
+                handler(client, args)
+        except RemoteError as err:
+            _fail(args, err.code.name, err.details)
+            return 1
+        except (TokendError, ValueError, OSError) as err:
+            _fail(args, "CLIENT_ERROR", str(err))
+            return 1
+        return 0
+
+    return run
+
+
+def _fail(args: argparse.Namespace, code: str, details: str) -> None:
+    print(f"tokend: {code}: {details}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _print_json({"error": {"code": code, "details": details}})
+
+
+def _print_json(value: object, out: TextIO | None = None) -> None:
+    print(json.dumps(value, ensure_ascii=False), file=out or sys.stdout)
+
+
+def _texts(args: argparse.Namespace) -> list[str]:
+    return list(args.texts) if args.texts else [sys.stdin.read()]
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+def _encode(client: Client, args: argparse.Namespace) -> None:
+    allowed: Any = frozenset()
+    if args.allowed_special == "all":
+        allowed = "all"
+    elif args.allowed_special:
+        allowed = frozenset(t for t in args.allowed_special.split(",") if t)
+    results = client.encode_batch(
+        args.tokenizer,
+        _texts(args),
+        allowed_special=allowed,
+        disallowed_special=() if args.no_special_check else "all",
+        details=args.details,
+    )
+    if args.json:
+        _print_json(
+            {
+                "tokenizer": results[0].tokenizer if results else "",
+                "results": [
+                    {"ids": r.ids}
+                    | (
+                        {"details": [_detail_json(d) for d in r.details]}
+                        if r.details is not None
+                        else {}
+                    )
+                    for r in results
+                ],
+            }
+        )
+        return
+    for result in results:
+        print(" ".join(map(str, result.ids)))
+        for d in result.details or ():
+            print(f"  {d.id:>8} [{d.start}, {d.end}) {d.piece!r}{' special' if d.special else ''}")
+
+
+def _detail_json(detail: Any) -> dict[str, object]:
+    return {
+        "id": detail.id,
+        "piece": base64.b64encode(detail.piece).decode("ascii"),
+        "start": detail.start,
+        "end": detail.end,
+        "special": detail.special,
+    }
+
+
+def _decode(client: Client, args: argparse.Namespace) -> None:
+    raw: Sequence[str] = args.ids or sys.stdin.read().replace(",", " ").split()
+    try:
+        ids = [int(x) for x in raw]
+    except ValueError as err:
+        raise ValueError(f"token ids must be integers: {err}") from None
+    result = client.decode(args.tokenizer, ids)
+    if args.json:
+        _print_json(
+            {
+                "tokenizer": result.tokenizer,
+                "text": result.text,
+                "data": base64.b64encode(result.data).decode("ascii"),
+            }
+        )
+    else:
+        sys.stdout.write(result.text + "\n")
+
+
+def _count(client: Client, args: argparse.Namespace) -> None:
+    messages: list[ChatMessage] | None = None
+    if args.messages is not None:
+        messages = _read_messages(args.messages)
+    texts = list(args.texts) if args.texts else ([] if messages else [sys.stdin.read()])
+    result = client.count_tokens(
+        args.tokenizer,
+        texts or None,
+        messages=messages,
+        plain_text=args.plain_text,
+        max_tokens=args.max_tokens,
+    )
+    if args.json:
+        _print_json(dataclasses.asdict(result))
+        return
+    for text_count in result.counts:
+        print(text_count)
+    if messages:
+        print(f"messages: {result.messages_count}")
+    if len(result.counts) + bool(messages) > 1:
+        print(f"total: {result.total}")
+    if args.max_tokens is not None:
+        verdict = "fits" if result.fits else "does not fit"
+        print(f"{verdict} in {args.max_tokens} tokens (remaining {result.remaining})")
+
+
+def _read_messages(path: Path) -> list[ChatMessage]:
+    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise ValueError(f"{path}: expected a JSON list of {{role, content, name?}} objects")
+    return [ChatMessage(m["role"], m["content"], m.get("name")) for m in data]
+
+
+def _tokenizers(client: Client, args: argparse.Namespace) -> None:
+    if args.name:
+        manifest = client.get_tokenizer(args.name)
+        if args.json:
+            _print_json(dataclasses.asdict(manifest))
+            return
+        print(f"{manifest.ref}  vocab {manifest.vocab_size}  builtin {manifest.builtin}")
+        print(f"  pattern: {manifest.pattern}")
+        print(f"  special tokens: {manifest.special_tokens}")
+        if manifest.versions:
+            print(f"  versions: {manifest.versions}  aliases: {manifest.aliases}")
+        if manifest.created_at:
+            print(f"  created: {manifest.created_at}")
+        return
+    summaries = client.list_tokenizers()
+    if args.json:
+        _print_json([dataclasses.asdict(s) for s in summaries])
+        return
+    for s in summaries:
+        kind = "builtin" if s.builtin else f"versions {s.versions} latest {s.latest_version}"
+        aliases = f" aliases {s.aliases}" if s.aliases else ""
+        print(f"{s.name:<24} vocab {s.vocab_size:<8} {kind}{aliases}")
+
+
+# -- remote training (called by `tokend train --target`) --------------------------------------
+
+
+def run_remote_train(
+    args: argparse.Namespace,
+    *,
+    name: str,
+    vocab_size: int,
+    corpus: Path | None,
+    corpus_path: str = "",
+    special_tokens: Sequence[str] = (),
+    pattern: str = "gpt2",
+    detach: bool = False,
+) -> int:
+    """Start a training job on the server and follow it with a progress bar on stderr.
+
+    ``corpus`` (a local file) is streamed; or ``corpus_path`` names a file under the server's
+    --train-dir. Prints the published reference (or, with ``detach``, the job id) on stdout.
+    """
+    try:
+        with connect(args) as client:
+            handle = client.train(
+                name,
+                corpus,
+                vocab_size=vocab_size,
+                special_tokens=special_tokens,
+                pattern=pattern,
+                corpus_path=corpus_path,
+            )
+            if detach:
+                _emit_job(args, handle.job)
+                return 0
+            bar = ProgressBar(sys.stderr)
+            for job in handle.progress():
+                bar.update(job)
+            bar.close()
+            job = handle.job if handle.job.finished else handle.refresh()
+    except RemoteError as err:
+        _fail(args, err.code.name, err.details)
+        return 1
+    except (TokendError, ValueError, OSError) as err:
+        _fail(args, "CLIENT_ERROR", str(err))
+        return 1
+    _emit_job(args, job)
+    return 0 if job.published else 1
+
+
+def _emit_job(args: argparse.Namespace, job: TrainJob) -> None:
+    if getattr(args, "json", False):
+        _print_json(dataclasses.asdict(job) | {"state": job.state.value})
+    elif job.published:
+        print(job.published)
+    elif job.finished:
+        print(f"tokend: training job {job.job_id} {job.state.value}: {job.error}", file=sys.stderr)
+    else:
+        print(job.job_id)
+
+
+class ProgressBar:
+    """A one-line progress bar redrawn in place: phase, done/total, rate and ETA."""
+
+    WIDTH = 30
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.drawn = False
+
+    def update(self, job: TrainJob) -> None:
+        fraction = job.done / job.total if job.total else 0.0
+        filled = int(self.WIDTH * min(fraction, 1.0))
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        eta = f" eta {job.eta_seconds:.0f}s" if job.eta_seconds > 0 else ""
+        rate = f" {job.rate:,.0f}/s" if job.rate > 0 else ""
+        phase = job.phase or job.state.value
+        line = f"\r{phase:<8} [{bar}] {job.done}/{job.total}{rate}{eta}"
+        self.out.write(line.ljust(78))
+        self.out.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.out.write("\n")
+            self.out.flush()
