@@ -72,6 +72,10 @@ class TokenizerNotFound(RemoteError, core.UnknownTokenizer):
     """NOT_FOUND: no such tokenizer, version, alias (or training job)."""
 
 
+class JobNotFound(RemoteError, core.UnknownJob):
+    """NOT_FOUND for a training job id (the server's ErrorInfo reason is ``UnknownJob``)."""
+
+
 class InvalidArgument(RemoteError, core.InvalidInput):
     """INVALID_ARGUMENT: bad reference, disallowed special token, unknown id, empty batch."""
 
@@ -167,6 +171,13 @@ STATUS_ERRORS: Mapping[grpc.StatusCode, type[RemoteError]] = MappingProxyType(
 )
 
 
+# Refinements of a status by the server's ErrorInfo reason (the core class it raised), where the
+# status alone is ambiguous (NOT_FOUND: a tokenizer or a training job?).
+REASON_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[RemoteError]] = MappingProxyType(
+    {(grpc.StatusCode.NOT_FOUND, "UnknownJob"): JobNotFound}
+)
+
+
 def error_for_status(
     code: grpc.StatusCode,
     details: str,
@@ -176,7 +187,7 @@ def error_for_status(
     request_id: str | None = None,
 ) -> RemoteError:
     """Build the exception for one status (the table lookup, with ServerError as fallback)."""
-    cls = STATUS_ERRORS.get(code, ServerError)
+    cls = REASON_ERRORS.get((code, reason or ""), STATUS_ERRORS.get(code, ServerError))
     return cls(code, details, violations=violations, reason=reason, request_id=request_id)
 
 
@@ -233,6 +244,7 @@ __all__ = [
     "DeadlineExceeded",
     "FieldViolation",
     "InvalidArgument",
+    "JobNotFound",
     "PermissionDenied",
     "PreconditionFailed",
     "RemoteError",

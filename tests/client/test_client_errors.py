@@ -183,6 +183,16 @@ class TestStatusTable:
         assert err.request_id == "req-42"
         assert err.code.value[0] == code_pb2.RESOURCE_EXHAUSTED
 
+    def test_reason_refines_not_found(self) -> None:
+        """NOT_FOUND with ErrorInfo reason UnknownJob is a JobNotFound (core.UnknownJob)."""
+        from tokend.client.errors import error_for_status
+
+        job = error_for_status(grpc.StatusCode.NOT_FOUND, "no job x", reason="UnknownJob")
+        tok = error_for_status(grpc.StatusCode.NOT_FOUND, "no tok", reason="UnknownTokenizer")
+        assert isinstance(job, core.UnknownJob)
+        assert not isinstance(job, core.UnknownTokenizer)
+        assert isinstance(tok, TokenizerNotFound)
+
     def test_async_client_maps_the_same(self, status_server: StatusServer) -> None:
         """grpc.aio errors go through the same table."""
 
