@@ -1,0 +1,140 @@
+"""Locust load test of a tokend server through ``tokend.client``: CountTokens and Encode on
+1 KB and 16 KB texts. ``--host`` is the gRPC target (HOST:PORT, no scheme).
+
+    locust -f loadtest/locustfile.py --headless -u 20 -r 10 -t 30s --host 127.0.0.1:50051
+
+Environment: TOKEND_LOADTEST_TOKENIZER (default o200k_base), TOKEND_LOADTEST_CORPUS (a UTF-8 text
+file to slice texts from; default tests/fixtures/corpora/shakespeare.txt.gz, else built-in text).
+"""
+
+from __future__ import annotations
+
+# subtle: grpc's C core must cooperate with gevent (Locust's users are greenlets), and this has
+# to run before any channel exists; without it one blocking call stalls every user.
+import grpc.experimental.gevent as grpc_gevent
+
+grpc_gevent.init_gevent()
+
+import gzip  # noqa: E402  (after the gevent patch, on purpose)
+import itertools  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from locust import User, constant, task  # noqa: E402
+
+from tokend.client import Client, RemoteError  # noqa: E402
+
+TOKENIZER = os.environ.get("TOKEND_LOADTEST_TOKENIZER", "o200k_base")
+DEFAULT_CORPUS = (
+    Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "corpora" / "shakespeare.txt.gz"
+)
+FALLBACK_TEXT = (
+    "Tokenization splits text into pieces a model can count: words, numbers like 1234567, "
+    "punctuation!?, accents (café, naïve), and CJK 東京 or emoji 🙂 as multi-byte pieces.\n"
+)
+TEXTS_PER_SIZE = 64
+
+
+def _corpus() -> bytes:
+    path = Path(os.environ.get("TOKEND_LOADTEST_CORPUS", DEFAULT_CORPUS))
+    if not path.exists():
+        return FALLBACK_TEXT.encode("utf-8") * 2048
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def make_texts(size: int, count: int = TEXTS_PER_SIZE) -> list[str]:
+    """``count`` distinct slices of about ``size`` UTF-8 bytes (cut at character boundaries)."""
+    data = _corpus()
+    span = max(1, len(data) - size)
+    return [
+        data[(i * size) % span : (i * size) % span + size].decode("utf-8", errors="ignore")
+        for i in range(count)
+    ]
+
+
+TEXTS = {"1KB": make_texts(1024), "16KB": make_texts(16 * 1024)}
+
+
+class LocustClient:
+    """``tokend.client.Client`` whose calls are reported to Locust's statistics."""
+
+    def __init__(self, user: User, target: str) -> None:
+        self.client = Client(target, timeout=30)
+        self._events = user.environment.events
+
+    def call(self, name: str, func: Callable[[], Any], size: int) -> None:
+        """Run one call and fire Locust's ``request`` event (failures carry the exception)."""
+        start = time.perf_counter()
+        exception: BaseException | None = None
+        try:
+            func()
+        except RemoteError as err:
+            exception = err
+        self._events.request.fire(
+            request_type="grpc",
+            name=name,
+            response_time=(time.perf_counter() - start) * 1000,
+            response_length=size,
+            exception=exception,
+            context={},
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class TokendUser(User):
+    """One simulated caller: a channel of its own, back-to-back calls (no think time)."""
+
+    wait_time = constant(0)
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        if not self.host:
+            raise ValueError("give the gRPC target with --host HOST:PORT (e.g. 127.0.0.1:50051)")
+        self.tokend = LocustClient(self, self.host)
+        self._texts: dict[str, Iterator[str]] = {
+            size: itertools.cycle(texts) for size, texts in TEXTS.items()
+        }
+
+    def on_stop(self) -> None:
+        self.tokend.close()
+
+    def _next(self, size: str) -> str:
+        return next(self._texts[size])
+
+    def _count(self, size: str) -> None:
+        text = self._next(size)
+        self.tokend.call(
+            f"CountTokens {size}",
+            lambda: self.tokend.client.count_tokens(TOKENIZER, text),
+            len(text),
+        )
+
+    def _encode(self, size: str) -> None:
+        text = self._next(size)
+        self.tokend.call(
+            f"Encode {size}",
+            lambda: self.tokend.client.encode(TOKENIZER, text, disallowed_special=()),
+            len(text),
+        )
+
+    @task(4)
+    def count_tokens_1kb(self) -> None:
+        self._count("1KB")
+
+    @task(4)
+    def encode_1kb(self) -> None:
+        self._encode("1KB")
+
+    @task(1)
+    def count_tokens_16kb(self) -> None:
+        self._count("16KB")
+
+    @task(1)
+    def encode_16kb(self) -> None:
+        self._encode("16KB")
