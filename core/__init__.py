@@ -5,6 +5,15 @@ Knows nothing of gRPC, protobuf or Prometheus; the server and client build on it
 
 from __future__ import annotations
 
+from tokend.core.builtins import (
+    BUILTIN_NAMES,
+    encoding_for_model,
+    encoding_name_for_model,
+    get_encoding,
+    list_encoding_names,
+)
+from tokend.core.cache import CacheInfo
+from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     AlreadyExists,
     Cancelled,
@@ -20,10 +29,13 @@ from tokend.core.errors import (
 )
 
 __all__ = [
+    "BUILTIN_NAMES",
     "AlreadyExists",
+    "CacheInfo",
     "Cancelled",
     "CorruptData",
     "DisallowedSpecialToken",
+    "Encoding",
     "FailedPrecondition",
     "InvalidInput",
     "InvalidName",
@@ -31,4 +43,8 @@ __all__ = [
     "TokendError",
     "UnknownTokenId",
     "UnknownTokenizer",
+    "encoding_for_model",
+    "encoding_name_for_model",
+    "get_encoding",
+    "list_encoding_names",
 ]

@@ -1,0 +1,537 @@
+"""The Encoding class: tiktoken's API and ids, with a chunk cache in front of the BPE.
+
+``encode`` = special-token handling, then per segment: cut at safe points (see
+``tokend.core.pretokenize``), look every chunk up in the cache at C speed, and only for the
+misses run the regex and the rank-table BPE (``tokend.core.bpe``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
+from itertools import chain, pairwise
+from typing import Literal, TypeAlias
+
+import regex
+
+from tokend.core.bpe import encode_piece
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo, ChunkCache
+from tokend.core.errors import DisallowedSpecialToken, InvalidInput, UnknownTokenId
+from tokend.core.patterns import GPT2_PATTERN
+from tokend.core.pretokenize import compile_pattern, is_chunkable, last_safe_point
+
+AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
+DisallowedSpecial: TypeAlias = Literal["all"] | Collection[str]
+Ids: TypeAlias = tuple[int, ...]
+# Cache keys: a str is a chunk that follows a safe-point space (the value encodes " " + key);
+# a 1-tuple is a chunk at the start of a segment; bytes is one regex pretoken.
+CacheKey: TypeAlias = str | tuple[str] | bytes
+
+# Chunks longer than this are encoded but not cached: they rarely repeat and would pin memory.
+MAX_CACHED_CHUNK_CHARS = 256
+# encode_iterable encodes its buffer once it holds this many characters (and a safe point).
+ITERABLE_FLUSH_CHARS = 1 << 16
+
+
+@functools.lru_cache(maxsize=128)
+def _special_matcher(tokens: frozenset[str]) -> tuple[str, regex.Pattern[str]]:
+    """(common prefix, regex) finding any of ``tokens``; the prefix is a cheap pre-filter."""
+    ordered = sorted(tokens, key=lambda t: (-len(t), t))
+    prefix = os.path.commonprefix(ordered)  # noqa: RUF071 (strings, not paths)
+    return prefix, regex.compile("|".join(regex.escape(t) for t in ordered))
+
+
+def _replace_surrogates(text: str) -> str:
+    """tiktoken's fallback for text that is not valid UTF-8: pair surrogates, replace the rest."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class Encoding:
+    """A byte-level BPE encoding with tiktoken's interface and exactly tiktoken's ids."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        pat_str: str,
+        mergeable_ranks: dict[bytes, int],
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None = None,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
+    ) -> None:
+        self._setup(
+            name,
+            pat_str=pat_str,
+            ranks=mergeable_ranks,
+            ids=mergeable_ranks,
+            special_tokens=special_tokens,
+            explicit_n_vocab=explicit_n_vocab,
+            cache_entries=cache_entries,
+        )
+
+    def _setup(
+        self,
+        name: str,
+        *,
+        pat_str: str,
+        ranks: Mapping[bytes, int],
+        ids: Mapping[bytes, int],
+        special_tokens: Mapping[str, int],
+        explicit_n_vocab: int | None,
+        cache_entries: int,
+        extra_decoder: Mapping[int, bytes] | None = None,
+    ) -> None:
+        if not ranks:
+            raise InvalidInput(f"encoding {name!r} has no mergeable tokens")
+        self.name = name
+        self._pat_str = pat_str
+        self._ranks: Mapping[bytes, int] = ranks  # token bytes -> merge priority
+        self._ids: Mapping[bytes, int] = ids  # token bytes -> output id
+        self._special_tokens: dict[str, int] = dict(special_tokens)
+        decoder: dict[int, bytes] = {token_id: s.encode() for s, token_id in special_tokens.items()}
+        if extra_decoder:
+            decoder.update(extra_decoder)
+        decoder.update((token_id, token) for token, token_id in ids.items())
+        self._decoder = decoder  # id -> bytes; a mergeable id wins over a special, as in tiktoken
+        self.max_token_value = max(decoder)
+        if explicit_n_vocab is not None:
+            n_tokens = len(ranks) + len(special_tokens)
+            if n_tokens != explicit_n_vocab or self.max_token_value != explicit_n_vocab - 1:
+                raise InvalidInput(
+                    f"encoding {name!r}: explicit_n_vocab is {explicit_n_vocab} but there are "
+                    f"{n_tokens} tokens with a largest id of {self.max_token_value}"
+                )
+        self._special_ids = frozenset(self._special_tokens.values())
+        self._findall = compile_pattern(pat_str)
+        self._chunkable = is_chunkable(pat_str)
+        self._cache: ChunkCache[CacheKey, Ids] = ChunkCache(cache_entries)
+        # Special tokens with a space could straddle a safe point: stream them unsplit.
+        self._iterable_splits = self._chunkable and not any(" " in s for s in special_tokens)
+
+    @classmethod
+    def from_vocab_merges(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Sequence[str] | Mapping[str, int] | None = None,
+        pat_str: str = GPT2_PATTERN,
+        *,
+        name: str = "custom",
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
+    ) -> Encoding:
+        """Build an encoding from GPT-2 / HF style ``vocab`` (id -> bytes) and ordered ``merges``.
+
+        Merge priority is the order of ``merges``; the ids produced are ``vocab``'s ids. Special
+        tokens given as a list take their ids from ``vocab`` (or the next free ids). Vocabulary
+        entries that are neither a byte, a merge result nor special can be decoded but are never
+        produced, as in a merges-driven BPE.
+        """
+        by_bytes = {token: token_id for token_id, token in vocab.items()}
+        specials: dict[str, int] = {}
+        if isinstance(special_tokens, Mapping):
+            specials = dict(special_tokens)
+        elif special_tokens is not None:
+            next_id = max(vocab, default=-1) + 1
+            for token in special_tokens:
+                token_id = by_bytes.get(token.encode())
+                if token_id is None:
+                    token_id = next_id
+                    next_id += 1
+                specials[token] = token_id
+        special_ids = set(specials.values())
+        ids: dict[bytes, int] = {}
+        for byte in range(256):
+            single = bytes([byte])
+            if single not in by_bytes:
+                raise InvalidInput(
+                    f"vocab has no token for the byte {single!r}; byte-level BPE needs all 256"
+                )
+            ids[single] = by_bytes[single]
+        merged: list[bytes] = []
+        for index, (left, right) in enumerate(merges):
+            pair = left + right
+            if pair not in by_bytes:
+                raise InvalidInput(
+                    f"merge {index} ({left!r}, {right!r}) makes {pair!r}, which is not in vocab"
+                )
+            if pair not in ids:
+                ids[pair] = by_bytes[pair]
+                merged.append(pair)
+        merged_ids = [ids[pair] for pair in merged]
+        ranks: dict[bytes, int]
+        if all(a < b for a, b in pairwise(merged_ids)):
+            # ids already increase with merge order, so they order merges like ranks do
+            # (single-byte ranks are never compared: every pair is at least two bytes)
+            ranks = ids
+        else:
+            ranks = {bytes([b]): b for b in range(256)}
+            ranks.update((token, 256 + k) for k, token in enumerate(merged))
+        extra = {
+            token_id: token
+            for token_id, token in vocab.items()
+            if token not in ids and token_id not in special_ids
+        }
+        encoding = cls.__new__(cls)
+        encoding._setup(
+            name,
+            pat_str=pat_str,
+            ranks=ranks,
+            ids=ids,
+            special_tokens=specials,
+            explicit_n_vocab=None,
+            cache_entries=cache_entries,
+            extra_decoder=extra,
+        )
+        return encoding
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # ----------------------------------------------------------------------------- properties
+
+    @property
+    def pat_str(self) -> str:
+        """The pretokenization regex."""
+        return self._pat_str
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special token text -> id (a copy)."""
+        return dict(self._special_tokens)
+
+    @property
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """Token bytes -> id of every mergeable token (a copy, for export)."""
+        return dict(self._ids)
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        """The special tokens' texts."""
+        return set(self._special_tokens)
+
+    @property
+    def n_vocab(self) -> int:
+        """``max_token_value + 1``, as in tiktoken."""
+        return self.max_token_value + 1
+
+    @property
+    def eot_token(self) -> int:
+        """Id of ``<|endoftext|>`` (KeyError if this encoding has none, as in tiktoken)."""
+        return self._special_tokens["<|endoftext|>"]
+
+    def is_special_token(self, token: int) -> bool:
+        """True for the id of a special token."""
+        return token in self._special_ids
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every mergeable token, sorted."""
+        return sorted(self._ids)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, evictions and size of the chunk cache."""
+        return self._cache.info()
+
+    def clear_cache(self) -> None:
+        """Empty the chunk cache (used by benchmarks to measure cold encoding)."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------------------- encoding
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating special-token text as ordinary text.
+
+        >>> from tokend.core.builtins import get_encoding
+        >>> get_encoding("gpt2").encode_ordinary("hello world")
+        [31373, 995]
+        """
+        try:
+            return list(chain.from_iterable(self._ordinary_runs(text)))
+        except UnicodeEncodeError:
+            return list(chain.from_iterable(self._ordinary_runs(_replace_surrogates(text))))
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[int]:
+        """Encode ``text``; special-token text raises unless allowed (tiktoken's rules).
+
+        By default any special-token text is an error, because letting user text turn into
+        control tokens is how prompts get hijacked. ``allowed_special`` ("all" or a set) makes
+        such text the special id; ``disallowed_special=()`` encodes it as ordinary text.
+
+        >>> from tokend.core.builtins import get_encoding
+        >>> get_encoding("gpt2").encode("<|endoftext|>", allowed_special="all")
+        [50256]
+        """
+        return list(chain.from_iterable(self._runs(text, allowed_special, disallowed_special)))
+
+    def count(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> int:
+        """``len(encode(text, ...))`` without building the list of ids."""
+        return sum(map(len, self._runs(text, allowed_special, disallowed_special)))
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """Encode several texts (in a thread pool, like tiktoken)."""
+        encoder = functools.partial(
+            self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        if len(texts) <= 1 or num_threads <= 1:
+            return [encoder(text) for text in texts]
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(encoder, texts))
+
+    def encode_ordinary_batch(
+        self, texts: Sequence[str], *, num_threads: int = 8
+    ) -> list[list[int]]:
+        """Encode several texts ignoring special tokens."""
+        return self.encode_batch(texts, num_threads=num_threads, disallowed_special=())
+
+    def encode_iterable(
+        self,
+        chunks: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Iterator[int]:
+        """Yield the ids of ``"".join(chunks)``, holding only a bounded tail in memory.
+
+        The buffer is encoded up to its last safe point whenever it grows past
+        ``ITERABLE_FLUSH_CHARS``; what follows that point cannot change what precedes it.
+        (For patterns without the safe-point proof the whole text is buffered.)
+        """
+        buffer = ""
+        scanned = 0  # safe points before this index were already looked for
+        for chunk in chunks:
+            if not chunk:
+                continue
+            buffer += chunk
+            if not self._iterable_splits or len(buffer) < ITERABLE_FLUSH_CHARS:
+                continue
+            cut = last_safe_point(buffer, max(scanned - 1, 0))
+            scanned = len(buffer)
+            if cut <= 0:
+                continue
+            head, buffer = buffer[:cut], buffer[cut:]
+            scanned = len(buffer)
+            yield from chain.from_iterable(self._runs(head, allowed_special, disallowed_special))
+        if buffer:
+            yield from chain.from_iterable(self._runs(buffer, allowed_special, disallowed_special))
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """Id of text that is exactly one token (special tokens included); KeyError otherwise."""
+        if isinstance(text_or_bytes, str):
+            special = self._special_tokens.get(text_or_bytes)
+            if special is not None:
+                return special
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        token = self._ids.get(text_or_bytes)
+        if token is None:
+            special = self._special_tokens.get(text_or_bytes.decode("utf-8", "replace"))
+            if special is not None and special in self._decoder:
+                return special
+            raise KeyError(text_or_bytes)
+        return token
+
+    # ------------------------------------------------------------------------------- decoding
+
+    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
+        """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""
+        try:
+            return b"".join(map(self._decoder.__getitem__, tokens))
+        except KeyError as exc:
+            raise UnknownTokenId(exc.args[0], self.n_vocab) from None
+        except TypeError:
+            bad = next(t for t in tokens if not isinstance(t, int))
+            raise UnknownTokenId(bad, self.n_vocab) from None
+
+    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
+        """Decode to text; invalid UTF-8 is replaced by default (tiktoken's lossy default)."""
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (special tokens included)."""
+        try:
+            return self._decoder[token]
+        except (KeyError, TypeError):
+            raise UnknownTokenId(token, self.n_vocab) from None
+
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """The bytes of each token, for visualising a tokenization."""
+        return [self.decode_single_token_bytes(token) for token in tokens]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """Decode and give each token's character offset, as tiktoken defines it.
+
+        The offset is the index of the first character holding bytes of the token; a token
+        that starts with a UTF-8 continuation byte belongs to the character before it.
+        Raises UnicodeDecodeError if the tokens do not decode to valid UTF-8 (like tiktoken).
+
+        >>> from tokend.core.builtins import get_encoding
+        >>> get_encoding("gpt2").decode_with_offsets([31373, 995])
+        ('hello world', [0, 5])
+        """
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets: list[int] = []
+        for token in token_bytes:
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        text = b"".join(token_bytes).decode("utf-8", errors="strict")
+        return text, offsets
+
+    def decode_batch(
+        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
+    ) -> list[str]:
+        """Decode several token lists."""
+        return [self.decode(tokens, errors=errors) for tokens in batch]
+
+    # ------------------------------------------------------------------------------ internals
+
+    def _runs(
+        self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> list[Ids]:
+        """Id sequences whose concatenation is the encoding of ``text`` (tiktoken's rules)."""
+        if allowed_special == "all":
+            allowed: AbstractSet[str] = self.special_tokens_set
+        else:
+            allowed = allowed_special
+        if disallowed_special == "all":
+            disallowed: Collection[str] = self.special_tokens_set - allowed
+        else:
+            disallowed = disallowed_special
+        if disallowed:
+            prefix, matcher = _special_matcher(frozenset(disallowed))
+            if not prefix or prefix in text:
+                match = matcher.search(text)
+                if match is not None:
+                    raise DisallowedSpecialToken(match.group())
+        try:
+            return self._special_runs(text, allowed)
+        except UnicodeEncodeError:
+            return self._special_runs(_replace_surrogates(text), allowed)
+
+    def _special_runs(self, text: str, allowed: AbstractSet[str]) -> list[Ids]:
+        """Split ``text`` at allowed special tokens and encode the ordinary text between."""
+        if allowed:
+            specials = self._special_tokens
+            usable = frozenset(s for s in allowed if s in specials)
+            if usable:
+                prefix, matcher = _special_matcher(usable)
+                if not prefix or prefix in text:
+                    runs: list[Ids] = []
+                    start = 0
+                    for match in matcher.finditer(text):
+                        runs += self._ordinary_runs(text[start : match.start()])
+                        runs.append((specials[match.group()],))
+                        start = match.end()
+                    runs += self._ordinary_runs(text[start:])
+                    return runs
+        return self._ordinary_runs(text)
+
+    def _ordinary_runs(self, text: str) -> list[Ids]:
+        """Encode text without special tokens, as id sequences to be concatenated.
+
+        ``text.split(" ")`` gives parts; the space before part k > 0 is a safe point when part
+        k-1 ends and part k starts with non-whitespace. Cache entries only exist for chunks
+        " " + part whose both ends are safe, so one ``map`` over the parts answers most of the
+        text; the Python loop below only visits the misses, grows each one into the smallest
+        chunk bounded by safe points, and encodes that chunk with the regex + BPE.
+        """
+        if not text:
+            return []
+        if not self._chunkable:
+            return [self._encode_chunk(text)]
+        cache = self._cache
+        parts = text.split(" ")
+        n = len(parts)
+        runs: list[Ids | None] = list(map(cache.young.get, parts))
+        runs[0] = None  # the first part has no space before it: never a cached " " + part
+        index = runs.index
+        get_cold = cache.get_cold
+        put = cache.put
+        visited = 0
+        i = 0
+        while True:
+            try:
+                j = index(None, i)
+            except ValueError:
+                break
+            visited += 1
+            part = parts[j]
+            # subtle: parts[j - 1] is an unvisited hit (clean) when j > i; if part j starts
+            # with whitespace the space between them is not safe, so the chunk starts there.
+            start = j - 1 if j > i and (not part or part[0].isspace()) else j
+            end = j + 1
+            while end < n:
+                left = parts[end - 1]
+                right = parts[end]
+                if left and right and not left[-1].isspace() and not right[0].isspace():
+                    break
+                end += 1
+            key: CacheKey
+            if start > 0 and end == start + 1 and (end < n or not parts[start][-1].isspace()):
+                # one clean part between two safe points: the only kind of str key, so the
+                # map() above never returns a chunk whose ends are not safe points
+                key = parts[start]
+                chunk = " " + key
+            else:
+                chunk = " ".join(parts[start:end])
+                if start > 0:
+                    chunk = " " + chunk
+                key = (chunk,)
+            if len(chunk) > MAX_CACHED_CHUNK_CHARS:
+                ids = self._encode_chunk(chunk)
+            else:
+                cached = get_cold(key)
+                if cached is None:
+                    ids = self._encode_chunk(chunk)
+                    put(key, ids)
+                else:
+                    ids = cached
+            runs[start] = ids
+            if end > start + 1:
+                runs[start + 1 : end] = [()] * (end - start - 1)
+            i = end
+        cache.record(n - visited)
+        return runs  # type: ignore[return-value]  # every None was replaced above
+
+    def _encode_chunk(self, chunk: str) -> Ids:
+        """Regex-split ``chunk`` and BPE each pretoken (single tokens skip the cache)."""
+        ids = self._ids
+        ranks = self._ranks
+        cache = self._cache
+        young = cache.young
+        out: list[int] = []
+        for piece in self._findall(chunk):
+            data = piece.encode("utf-8")
+            token = ids.get(data)
+            if token is not None:
+                out.append(token)
+                continue
+            cached = young.get(data)
+            if cached is None:
+                cached = cache.get_cold(data)
+                if cached is None:
+                    cached = tuple(encode_piece(data, ranks, ids))
+                    if len(data) <= MAX_CACHED_CHUNK_CHARS:
+                        cache.put(data, cached)
+            out += cached
+        return tuple(out)

@@ -1,0 +1,104 @@
+"""The chunk cache: bounded, counting, and safe under threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tokend.core import get_encoding
+from tokend.core.cache import ChunkCache
+from tokend.core.encoding import Encoding
+
+
+class TestChunkCache:
+    """ChunkCache unit behaviour."""
+
+    def test_bound_and_counters(self) -> None:
+        """Never more than max_entries; hits, misses and evictions move."""
+        cache: ChunkCache[int, int] = ChunkCache(10)
+        for i in range(100):
+            if cache.get(i) is None:
+                cache.put(i, i * 2)
+            assert len(cache) <= 10
+        info = cache.info()
+        assert info.misses == 100
+        assert info.evictions >= 80
+        assert info.entries == len(cache) <= 10
+        assert info.max_entries == 10
+        assert cache.get(99) == 198
+        assert cache.info().hits == 1
+
+    def test_recently_used_survive(self) -> None:
+        """An entry read every generation is kept while others are evicted."""
+        cache: ChunkCache[int, int] = ChunkCache(8)
+        cache.put(-1, 7)
+        for i in range(200):
+            cache.put(i, i)
+            assert cache.get(-1) == 7
+
+    @pytest.mark.parametrize("size", [0, 1, 2, 3])
+    def test_tiny_sizes(self, size: int) -> None:
+        """Size 0 disables caching; tiny sizes stay within their bound."""
+        cache: ChunkCache[int, int] = ChunkCache(size)
+        for i in range(20):
+            cache.put(i, i)
+            assert len(cache) <= size
+        if size == 0:
+            assert cache.get(19) is None
+        else:
+            assert cache.get(19) == 19
+
+    def test_negative_size(self) -> None:
+        """A negative size is refused."""
+        with pytest.raises(ValueError, match="-1"):
+            ChunkCache(-1)
+
+    def test_threads(self) -> None:
+        """Concurrent put/get keep the bound and never return a wrong value."""
+        cache: ChunkCache[int, int] = ChunkCache(64)
+        wrong: list[int] = []
+
+        def work(offset: int) -> None:
+            for i in range(5000):
+                key = (i * 7 + offset) % 300
+                value = cache.get(key)
+                if value is None:
+                    cache.put(key, key + 1)
+                elif value != key + 1:
+                    wrong.append(key)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert wrong == []
+        assert len(cache) <= 64
+        info = cache.info()
+        assert info.hits + info.misses == 30000
+
+
+class TestEncodingCache:
+    """The Encoding's cache is bounded and its counters move."""
+
+    def test_encoding_counters(self) -> None:
+        """Encoding fills the cache up to its bound; a repeat is mostly hits."""
+        base = get_encoding("cl100k_base")
+        enc = Encoding(
+            "small",
+            pat_str=base.pat_str,
+            mergeable_ranks=base.mergeable_ranks,
+            special_tokens=base.special_tokens,
+            cache_entries=100,
+        )
+        text = " ".join(f"word{i} thing{i % 7}" for i in range(2000))
+        first = enc.encode(text)
+        info = enc.cache_info()
+        assert info.misses > 0 and info.entries <= 100 and info.evictions > 0
+        assert enc.encode(text) == first == base.encode(text)
+        small = "the same words again and again"
+        enc.encode(small)
+        before = enc.cache_info().hits
+        enc.encode(small)
+        assert enc.cache_info().hits >= before + 5
