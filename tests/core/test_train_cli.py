@@ -1,0 +1,62 @@
+"""``tokend train``: local training written to --out and published into a registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tokend.cli import main
+from tokend.core.formats import load_tiktoken_bpe
+from tokend.core.registry import Registry
+from tokend.core.train import train_bpe
+
+
+class TestTrainCommand:
+    def test_out_writes_ranks_and_manifest_equal_to_the_api(
+        self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--out: <name>.tiktoken holds exactly train_bpe's ranks; the manifest describes it."""
+        corpus = fixtures_dir / "corpora" / "tinystories_sample.txt"
+        status = main(
+            ["train", str(corpus), "--vocab-size", "400", "--special", "<|endoftext|>",
+             "--name", "tiny", "--out", str(tmp_path), "--json"]
+        )
+        assert status == 0
+        expected = train_bpe(corpus, 400, ["<|endoftext|>"])
+        ranks = load_tiktoken_bpe(tmp_path / "tiny.tiktoken")
+        assert ranks == expected.mergeable_ranks()
+        manifest = json.loads((tmp_path / "tiny.json").read_text("utf-8"))
+        assert manifest["pat_str"] == expected.pattern
+        assert manifest["special_tokens"] == {"<|endoftext|>": 399}
+        assert manifest["explicit_n_vocab"] == 400
+        assert manifest["corpus"]["bytes"] == corpus.stat().st_size
+        out = json.loads(capsys.readouterr().out)
+        assert out["merges"] == len(expected.merges)
+        assert "published" not in out
+
+    def test_publishes_a_new_version_into_the_registry(
+        self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        corpus = fixtures_dir / "corpora" / "german.txt"
+        args = ["train", str(corpus), "--vocab-size", "300", "--name", "de",
+                "--registry", str(tmp_path / "reg"), "--quiet"]
+        assert main(args) == 0
+        assert main(args) == 0
+        assert capsys.readouterr().out.split() == ["de@1", "de@2"]
+        manifest = Registry(tmp_path / "reg").manifest("de@2")
+        assert manifest["pattern"] == train_bpe(corpus, 300).pattern
+        assert manifest["n_vocab"] == 300
+
+    def test_refusals_exit_non_zero_with_a_reason(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        missing = str(tmp_path / "missing.txt")
+        assert main(["train", missing, "--vocab-size", "300", "--name", "x",
+                     "--out", str(tmp_path)]) == 1
+        assert "does not exist" in capsys.readouterr().err
+        (tmp_path / "c.txt").write_text("text", "utf-8")
+        assert main(["train", str(tmp_path / "c.txt"), "--vocab-size", "300",
+                     "--name", "Bad Name", "--out", str(tmp_path)]) == 1
+        assert "Bad Name" in capsys.readouterr().err

@@ -1,0 +1,231 @@
+"""``tokend train``: train a byte-level BPE tokenizer locally and publish it, or on a server.
+
+Locally: counts and merges in this machine's processes with a progress bar on stderr, then
+publishes a new version into the registry (``--registry``, env ``TOKEND_REGISTRY``, or the user
+data dir) — or, with ``--out DIR``, writes ``<name>.tiktoken`` and a ``<name>.json`` manifest.
+With ``--target HOST:PORT`` the corpus is streamed to a tokend server, which trains and publishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from tokend.commands import remote
+from tokend.core.errors import Cancelled, TokendError
+from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
+from tokend.core.names import check_name
+from tokend.core.train import TrainResult, train_bpe
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train a byte-level BPE tokenizer and publish it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("corpus", nargs="+", type=Path, metavar="CORPUS", help="UTF-8 text files")
+    parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
+                        help="256 bytes + merges + special tokens")
+    parser.add_argument("--special", action="append", default=[], metavar="TOKEN",
+                        help="a special token (repeatable), e.g. --special '<|endoftext|>'")
+    parser.add_argument("--pattern", default="gpt2", metavar="NAME|REGEX",
+                        help="gpt2, cl100k, o200k or a regex (default gpt2)")
+    parser.add_argument("--name", required=True, help="tokenizer name in the registry")
+    parser.add_argument("--registry", type=Path, metavar="DIR",
+                        help="registry folder (env TOKEND_REGISTRY, default: user data dir)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="write <name>.tiktoken + <name>.json here instead of publishing "
+                        "(publishes as well if --registry is given)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="counting processes (default: the CPUs available)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--detach", action="store_true",
+                        help="with --target: print the job id and return at once")
+    remote.add_connection_options(parser)
+    # Local unless --target is given explicitly (TOKEND_TARGET does not send corpora away).
+    parser.set_defaults(func=run, target=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.target is not None:
+        if len(args.corpus) != 1:
+            return _fail(args, "INVALID_ARGUMENT", "remote training takes exactly one corpus file")
+        return remote.run_remote_train(
+            args,
+            name=args.name,
+            vocab_size=args.vocab_size,
+            corpus=args.corpus[0],
+            special_tokens=args.special,
+            pattern=args.pattern,
+            detach=args.detach,
+        )
+    try:
+        check_name(args.name)
+        bar = None if args.quiet else ProgressBar(sys.stderr)
+        try:
+            result = train_bpe(
+                args.corpus,
+                args.vocab_size,
+                args.special,
+                pattern=args.pattern,
+                workers=args.workers,
+                progress=bar.update if bar else None,
+            )
+        finally:
+            if bar:
+                bar.close()
+        corpus_info = _corpus_info(args.corpus)
+        training = _training_info(result, args)
+        output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges)}
+        if args.out is not None:
+            output["files"] = _write_out(args.out, args.name, result, training, corpus_info)
+        if args.out is None or args.registry is not None:
+            output["published"] = _publish(args, result, training, corpus_info)
+    except KeyboardInterrupt:
+        return _fail(args, "CANCELLED", "training interrupted; nothing was published", 130)
+    except Cancelled as err:
+        return _fail(args, "CANCELLED", str(err), 130)
+    except (TokendError, ValueError, OSError) as err:
+        return _fail(args, "INVALID_ARGUMENT", str(err))
+    if args.json:
+        print(json.dumps(output, indent=2, sort_keys=True))
+    else:
+        stats = result.stats
+        note = " (ran out of pairs: stopped early)" if stats.stopped_early else ""
+        print(
+            f"trained {len(result.vocab)} tokens ({len(result.merges)} merges{note}) from "
+            f"{stats.bytes_read:,} bytes, {stats.distinct_pretokens:,} distinct pretokens "
+            f"in {stats.seconds['total']:.2f}s",
+            file=sys.stderr,
+        )
+        for path in output.get("files", []):
+            print(path)
+        if "published" in output:
+            print(output["published"])
+    return 0
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, status: int = 1) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": {"code": code, "message": message}}))
+    print(f"tokend: {code}: {message}", file=sys.stderr)
+    return status
+
+
+def _corpus_info(paths: list[Path]) -> dict[str, object]:
+    """sha256 over the corpus files' bytes in order, their total size and names."""
+    digest = hashlib.sha256()
+    total = 0
+    for path in paths:
+        with path.open("rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+                total += len(block)
+    return {"sha256": digest.hexdigest(), "bytes": total, "files": [p.name for p in paths]}
+
+
+def _training_info(result: TrainResult, args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "vocab_size": result.vocab_size,
+        "special_tokens": list(result.special_tokens),
+        "pattern_name": result.pattern_name,
+        "stats": result.stats.to_dict(),
+    }
+
+
+def _write_out(
+    out: Path,
+    name: str,
+    result: TrainResult,
+    training: dict[str, object],
+    corpus: dict[str, object],
+) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    ranks_path = out / f"{name}.tiktoken"
+    sha = dump_tiktoken_bpe(result.mergeable_ranks(), ranks_path)
+    manifest = {
+        "name": name,
+        "ranks_file": ranks_path.name,
+        "ranks_sha256": sha,
+        "pat_str": result.pattern,
+        "special_tokens": result.special_tokens,
+        "explicit_n_vocab": len(result.vocab),
+        "training": training,
+        "corpus": corpus,
+    }
+    manifest_path = out / f"{name}.json"
+    atomic_write_bytes(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode())
+    return [str(ranks_path), str(manifest_path)]
+
+
+def _publish(
+    args: argparse.Namespace,
+    result: TrainResult,
+    training: dict[str, object],
+    corpus: dict[str, object],
+) -> str:
+    from tokend.core.registry import Registry  # noqa: PLC0415 (only when publishing)
+
+    root = args.registry or os.environ.get("TOKEND_REGISTRY") or _default_registry()
+    info = Registry(root).publish(
+        args.name,
+        ranks=result.mergeable_ranks(),
+        pat_str=result.pattern,
+        special_tokens=result.special_tokens,
+        training=training,
+        corpus=corpus,
+    )
+    return info.ref
+
+
+def _default_registry() -> Path:
+    import platformdirs  # noqa: PLC0415
+
+    return Path(platformdirs.user_data_dir("tokend")) / "registry"
+
+
+class ProgressBar:
+    """One line redrawn in place on stderr: phase, done/total, rate and ETA."""
+
+    WIDTH = 30
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.phase = ""
+        self.phase_start = time.monotonic()
+        self.drawn = False
+
+    def update(self, phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if phase != self.phase:
+            if self.drawn:
+                self.out.write("\n")
+            self.phase, self.phase_start = phase, now
+        elapsed = now - self.phase_start
+        unit = {"count": "B", "index": "words", "merge": "merges"}.get(phase, "")
+        rate = done / elapsed if elapsed > 0 else 0.0
+        if total:
+            fraction = min(done / total, 1.0)
+            filled = int(self.WIDTH * fraction)
+            bar = "[" + "#" * filled + "-" * (self.WIDTH - filled) + "] "
+            eta = f" eta {(total - done) / rate:.0f}s" if rate > 0 and done < total else ""
+            counts = f"{done:,}/{total:,}"
+        else:
+            bar, eta, counts = "", "", f"{done:,}"
+        line = f"\r{phase:<6} {bar}{counts} {unit} {rate:,.0f} {unit}/s{eta}"
+        self.out.write(line.ljust(79))
+        self.out.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.out.write("\n")
+            self.out.flush()
