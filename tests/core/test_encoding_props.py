@@ -1,0 +1,119 @@
+"""Property tests: arbitrary text gives tiktoken's ids, round-trips and streams identically."""
+
+from __future__ import annotations
+
+import functools
+from itertools import pairwise
+
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core import Encoding, get_encoding
+from tokend.core.builtins import load_builtin_spec
+
+NAMES = ("o200k_base", "cl100k_base", "r50k_base", "p50k_base")
+
+
+@functools.cache
+def reference(name: str) -> tiktoken.Encoding:
+    spec = load_builtin_spec(name)
+    return tiktoken.Encoding(
+        name,
+        pat_str=spec["pat_str"],
+        mergeable_ranks=get_encoding(name).mergeable_ranks,
+        special_tokens=spec["special_tokens"],
+    )
+
+
+@functools.cache
+def small_cache(name: str) -> Encoding:
+    """A copy with a tiny cache, so eviction and re-insertion happen during the tests."""
+    base = get_encoding(name)
+    return Encoding(
+        f"{name}-small",
+        pat_str=base.pat_str,
+        mergeable_ranks=base.mergeable_ranks,
+        special_tokens=base.special_tokens,
+        cache_entries=64,
+    )
+
+
+# Text built from the characters that decide chunk boundaries and pretoken shapes.
+TRICKY = [" ", " ", " ", "  ", "\n", "\r\n", "\t", "\u00a0", "\u3000", "\x1c", "\x0b"]
+WORDS = ["a", "the", "The", "THE", "don't", "I'LL", "x's", "'s", "'", "123", "4567", "é", "日本"]
+PUNCT = [".", ",", "!", "?", "...", "/", "//", "(", ")", "-", "'", '"', "#", "\\", "😀", "👍🏽"]
+SURROGATES = ["\ud800", "\udfff", "\ud83d", "\ude00"]
+
+tricky_text = st.lists(
+    st.one_of(
+        st.sampled_from(TRICKY),
+        st.sampled_from(WORDS),
+        st.sampled_from(PUNCT),
+        st.text(max_size=4),
+    ),
+    max_size=40,
+).map("".join)
+any_text = st.one_of(
+    st.text(max_size=60),
+    tricky_text,
+    st.text(alphabet=st.characters(codec=None), max_size=30),
+    st.lists(st.one_of(tricky_text, st.sampled_from(SURROGATES)), max_size=6).map("".join),
+)
+
+
+class TestAgainstTiktoken:
+    """Arbitrary Unicode (lone surrogates included) encodes exactly like tiktoken."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(text=any_text, index=st.integers(0, len(NAMES) - 1))
+    def test_same_ids(self, text: str, index: int) -> None:
+        """encode_ordinary, encode(disallowed=()), count equal tiktoken; text round-trips."""
+        name = NAMES[index]
+        expected = reference(name).encode_ordinary(text)
+        for enc in (get_encoding(name), small_cache(name)):
+            assert enc.encode_ordinary(text) == expected
+            assert enc.encode(text, disallowed_special=()) == expected
+            assert enc.count(text, disallowed_special=()) == len(expected)
+        fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        assert get_encoding(name).decode(expected) == fixed
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        parts=st.lists(any_text, max_size=8),
+        specials=st.lists(st.sampled_from(["<|endoftext|>", "<|endofprompt|>"]), max_size=8),
+    )
+    def test_specials_in_text(self, parts: list[str], specials: list[str]) -> None:
+        """Text with special tokens sprinkled in: allowed ones become ids like tiktoken's."""
+        text = "".join(p + s for p, s in zip(parts, specials, strict=False)) + "".join(parts)
+        for name in ("o200k_base", "cl100k_base"):
+            got = get_encoding(name).encode(text, allowed_special="all")
+            assert got == reference(name).encode(text, allowed_special="all")
+
+
+class TestStreaming:
+    """encode_iterable over arbitrary splits equals encode of the concatenation."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(chunks=st.lists(any_text, max_size=12), name=st.sampled_from(NAMES))
+    def test_iterable_equals_encode(self, chunks: list[str], name: str) -> None:
+        """Any split of the text streams to the same ids."""
+        enc = get_encoding(name)
+        text = "".join(chunks)
+        assert list(enc.encode_iterable(chunks, disallowed_special=())) == enc.encode(
+            text, disallowed_special=()
+        )
+
+    @settings(max_examples=30, deadline=None)
+    @given(
+        seed_text=tricky_text,
+        cuts=st.lists(st.integers(0, 200_000), max_size=30),
+    )
+    def test_iterable_long_text(self, seed_text: str, cuts: list[int]) -> None:
+        """Texts past the flush size, cut at random places, stream to encode's ids."""
+        enc = get_encoding("cl100k_base")
+        text = (seed_text + " word x") * (1 + 140_000 // (len(seed_text) + 7))
+        bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+        chunks = [text[a:b] for a, b in pairwise(bounds)]
+        expected = reference("cl100k_base").encode_ordinary(text)
+        assert list(enc.encode_iterable(chunks, disallowed_special=())) == expected
