@@ -15,7 +15,6 @@ crash at any instant leaves either no new version or a complete one.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import secrets
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tokend.core.builtins import encoding_name_for_model, get_encoding, list_encoding_names
+from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     AlreadyExists,
     CorruptData,
@@ -61,30 +62,6 @@ ALIASES_FILE = "aliases.json"
 # The files a version may list in its manifest (nothing else is ever opened).
 VERSION_FILES = frozenset({RANKS_FILE})
 CACHE_ENTRIES = 32
-
-# The encoder modules are imported lazily: a registry used only for publishing and export
-# (the trainer, the CLI) never pays for building an encoder.
-Encoding = Any
-
-
-def _builtins() -> Any:
-    return importlib.import_module("tokend.core.builtins")
-
-
-def _encoding_class() -> Any:
-    return importlib.import_module("tokend.core.encoding").Encoding
-
-
-def get_encoding(name: str) -> Any:
-    return _builtins().get_encoding(name)
-
-
-def list_encoding_names() -> list[str]:
-    return list(_builtins().list_encoding_names())
-
-
-def encoding_name_for_model(model: str) -> str:
-    return str(_builtins().encoding_name_for_model(model))
 
 
 @dataclass(frozen=True)
@@ -383,6 +360,8 @@ class Registry:
         check_name(name)
         check_alias(alias)
         check_version(version)
+        if name in self._builtin_names():
+            raise FailedPrecondition(f"{name!r} is a built-in encoding (read-only): no aliases")
         with self._lock():
             versions = self._versions(name)
             if version not in versions:
@@ -540,7 +519,7 @@ class Registry:
                 self._cache.move_to_end(key)
                 return resolved, cached
         data = self._read_version(resolved)
-        enc = _encoding_class()(
+        enc = Encoding(
             resolved.ref,
             pat_str=data.pat_str,
             mergeable_ranks=data.ranks,

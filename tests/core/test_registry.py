@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tokend.core.errors import (
+    AlreadyExists,
     CorruptData,
     FailedPrecondition,
     InvalidInput,
@@ -439,3 +440,91 @@ class TestOpen:
             reg.resolve("beta")
         with pytest.raises(UnknownTokenizer):
             reg.resolve("alpha@9")
+
+
+class TestLoad:
+    def test_load_gives_tiktoken_ids_and_is_cached(self, reg: Registry) -> None:
+        """load() builds an Encoding equal to tiktoken on the same table, once per version."""
+        import tiktoken
+
+        publish(reg)
+        publish(reg, extra=40)
+        resolved, enc = reg.load("tok@1")
+        assert resolved.ref == "tok@1"
+        reference = tiktoken.Encoding(
+            "ref",
+            pat_str=GPT2_PATTERN,
+            mergeable_ranks=small_ranks(),
+            special_tokens={"<|endoftext|>": 276},
+        )
+        text = "the quick brown fox<|endoftext|> jumps ab ab abab\n\n  héllo 日本"
+        assert enc.encode(text, allowed_special="all") == reference.encode(
+            text, allowed_special="all"
+        )
+        assert reg.load("tok@1")[1] is enc
+        assert reg.load("tok")[1] is not enc
+        assert reg.load("tok")[1] is reg.load("tok@2")[1]
+
+    def test_corrupt_version_is_never_served(self, reg: Registry) -> None:
+        publish(reg)
+        publish(reg)
+        path = reg.root / "tok" / "2" / "ranks.tiktoken"
+        path.write_bytes(path.read_bytes()[:-3])
+        with pytest.raises(CorruptData, match=str(path)):
+            reg.load("tok")
+        assert reg.load("tok@1")[0].version == 1
+
+
+class TestBuiltins:
+    @pytest.fixture
+    def breg(self, tmp_path: Path) -> Registry:
+        return Registry(tmp_path / "reg")
+
+    def test_builtins_and_models_resolve(self, breg: Registry) -> None:
+        from tokend.core.builtins import get_encoding
+
+        assert breg.resolve("o200k_base").builtin
+        assert breg.resolve("o200k_base").version is None
+        assert breg.resolve("gpt-4o").name == "o200k_base"
+        assert breg.resolve("gpt-4").name == "cl100k_base"
+        resolved, enc = breg.load("gpt-4o")
+        assert enc is get_encoding("o200k_base")
+        assert resolved.ref == "o200k_base"
+
+    def test_builtins_are_read_only(self, breg: Registry) -> None:
+        with pytest.raises(AlreadyExists, match="built-in"):
+            breg.publish("o200k_base", ranks=small_ranks(), pat_str=GPT2_PATTERN, special_tokens={})
+        for ref in ("o200k_base", "gpt-4o"):
+            with pytest.raises(FailedPrecondition, match="read-only"):
+                breg.delete(ref)
+        with pytest.raises(InvalidInput, match="no versions"):
+            breg.resolve("o200k_base@1")
+        with pytest.raises(FailedPrecondition, match="read-only"):
+            breg.set_alias("o200k_base", "stable", 1)
+
+    def test_list_and_manifest_show_builtins(self, breg: Registry) -> None:
+        from tokend.core.builtins import list_encoding_names
+
+        publish(breg)
+        infos = breg.list()
+        assert [i.name for i in infos] == ["tok", *list_encoding_names()]
+        assert [i.builtin for i in infos] == [False] + [True] * len(list_encoding_names())
+        manifest = breg.manifest("cl100k_base")
+        assert manifest["builtin"] is True
+        assert manifest["special_tokens"]["<|endoftext|>"] == 100257
+
+    def test_builtin_data_for_export(self, breg: Registry) -> None:
+        from tokend.core.builtins import get_encoding
+
+        data = breg.load_data("r50k_base")
+        assert data.ranks == get_encoding("r50k_base").mergeable_ranks
+        assert data.special_tokens == {"<|endoftext|>": 50256}
+
+    def test_unknown_name_mentions_builtins(self, breg: Registry) -> None:
+        with pytest.raises(UnknownTokenizer, match="o200k_base"):
+            breg.resolve("nothing-here")
+
+    def test_registry_name_wins_over_model_name(self, breg: Registry) -> None:
+        """A published tokenizer may be called like a model; the registry is looked up first."""
+        publish(breg, "gpt-4o")
+        assert not breg.resolve("gpt-4o").builtin
