@@ -27,6 +27,7 @@ from tokend.core.errors import (
     UnknownTokenId,
     UnknownTokenizer,
 )
+from tokend.core.train import TrainResult, TrainStats, train_bpe
 
 __all__ = [
     "BUILTIN_NAMES",
@@ -41,10 +42,13 @@ __all__ = [
     "InvalidName",
     "LimitExceeded",
     "TokendError",
+    "TrainResult",
+    "TrainStats",
     "UnknownTokenId",
     "UnknownTokenizer",
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
+    "train_bpe",
 ]

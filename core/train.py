@@ -18,7 +18,6 @@ stale entries are fixed up lazily when they reach the top.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import time
 from collections import Counter, defaultdict
@@ -26,12 +25,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 from itertools import pairwise
-from typing import Any
 
 import regex
 
 from tokend.core import corpus as corpus_io
 from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
+from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
 from tokend.core.train_count import CountPool, count_into, to_byte_counts
@@ -90,10 +89,9 @@ class TrainResult:
                 ranks.setdefault(self.vocab[token_id], token_id)
         return ranks
 
-    def to_encoding(self, name: str = "custom") -> Any:
-        """An ``Encoding`` that tokenizes exactly as this training merged."""
-        encoding = importlib.import_module("tokend.core.encoding")
-        return encoding.Encoding(
+    def to_encoding(self, name: str = "custom") -> Encoding:
+        """An ``Encoding`` (tiktoken-exact encoder) for this vocabulary, pattern and specials."""
+        return Encoding(
             name,
             pat_str=self.pattern,
             mergeable_ranks=self.mergeable_ranks(),
@@ -371,14 +369,14 @@ class _MergeLearner:
                 words.append(list(word))
                 freqs.append(n)
         pair_counts: dict[tuple[int, int], int] = {}
-        where: defaultdict[tuple[int, int], set[int]] = defaultdict(set)
+        where: defaultdict[tuple[int, int], list[int]] = defaultdict(list)
         get = pair_counts.get
         total = len(words)
         for wi, w in enumerate(words):
             f = freqs[wi]
             for p in pairwise(w):
                 pair_counts[p] = get(p, 0) + f
-                where[p].add(wi)
+                where[p].append(wi)
             if wi & 0xFFF == 0:
                 throttle.check("index")
                 throttle.report("index", wi, total)
@@ -463,7 +461,7 @@ class _MergeLearner:
                             delta[p] = dget(p, 0) - f
                             p = (left, new)
                         delta[p] = dget(p, 0) + f
-                        where[p].add(wi)
+                        where[p].append(wi)
                     # The right neighbour, unless it starts the next site (handled there).
                     if i + 2 < n and not (w[i + 2] == a and i + 3 < n and w[i + 3] == b):
                         right = w[i + 2]
@@ -471,7 +469,7 @@ class _MergeLearner:
                         delta[p] = dget(p, 0) - f
                         p = (new, right)
                         delta[p] = dget(p, 0) + f
-                        where[p].add(wi)
+                        where[p].append(wi)
                     nw.append(new)
                     prev_site = i
                     i += 2

@@ -247,6 +247,51 @@ class TestDeterminism:
         assert result.stats.bytes_read == 17
 
 
+# --- the trained result as an Encoding ----------------------------------------------------------
+
+
+def apply_merges(piece: bytes, merges: list[Pair]) -> list[bytes]:
+    """Tokenize one pretoken the way training did: apply the merges in learned order."""
+    parts = [bytes([b]) for b in piece]
+    for left, right in merges:
+        i, out = 0, []
+        while i < len(parts):
+            if i + 1 < len(parts) and parts[i] == left and parts[i + 1] == right:
+                out.append(left + right)
+                i += 2
+            else:
+                out.append(parts[i])
+                i += 1
+        parts = out
+    return parts
+
+
+class TestToEncoding:
+    def test_training_corpus_round_trips_and_matches_training_merges(
+        self, fixtures_dir: Path
+    ) -> None:
+        """Encoding the training text decodes back, and each pretoken splits as training did."""
+        text = (fixtures_dir / "corpora" / "tinystories_sample.txt").read_text("utf-8")
+        result = train_bpe(iter([text]), 420, ["<|endoftext|>"])
+        enc = result.to_encoding(name="tiny")
+        assert enc.n_vocab == len(result.vocab)
+        ids = enc.encode(text, allowed_special="all")
+        assert enc.decode(ids) == text
+        assert ids.count(result.special_tokens["<|endoftext|>"]) == text.count("<|endoftext|>")
+        for token_id, token in result.vocab.items():
+            assert enc.decode_single_token_bytes(token_id) == token
+        pat = regex.compile(result.pattern)
+        for doc in split_documents(text, ["<|endoftext|>"])[:3]:
+            for piece in pat.findall(doc):
+                got = [enc.decode_single_token_bytes(t) for t in enc.encode_ordinary(piece)]
+                assert got == apply_merges(piece.encode("utf-8"), result.merges)
+
+    def test_mergeable_ranks_are_the_vocab_without_specials(self) -> None:
+        result = train_bpe(iter(["hug pug pun bun hugs"]), 270, ["<s>"])
+        ranks = result.mergeable_ranks()
+        assert ranks == {t: i for i, t in result.vocab.items() if i != result.special_tokens["<s>"]}
+
+
 # --- progress, cancellation, validation ---------------------------------------------------------
 
 
