@@ -27,6 +27,15 @@ from tokend.core.errors import (
     UnknownTokenId,
     UnknownTokenizer,
 )
+from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
+from tokend.core.registry import (
+    Problem,
+    Registry,
+    ResolvedRef,
+    TokenizerData,
+    TokenizerInfo,
+    VersionInfo,
+)
 from tokend.core.train import TrainResult, TrainStats, train_bpe
 
 __all__ = [
@@ -41,14 +50,22 @@ __all__ = [
     "InvalidInput",
     "InvalidName",
     "LimitExceeded",
+    "Problem",
+    "Registry",
+    "ResolvedRef",
     "TokendError",
+    "TokenizerData",
+    "TokenizerInfo",
     "TrainResult",
     "TrainStats",
     "UnknownTokenId",
     "UnknownTokenizer",
+    "VersionInfo",
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
+    "read_hf_tokenizer_json",
     "train_bpe",
+    "write_hf_tokenizer_json",
 ]
