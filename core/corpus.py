@@ -211,6 +211,8 @@ class Splitter:
     @staticmethod
     def _find_cut(buf: str, start: int, end: int) -> int:
         """Rightmost safe cut in ``buf[start+1:end]`` (a space after non-whitespace), or -1."""
+        if end <= start + 1:  # subtle: a negative end would count from the back in rfind
+            return -1
         c = buf.rfind(" ", start + 1, end)
         while c > start:
             if _WHITESPACE.match(buf, c - 1) is None:

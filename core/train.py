@@ -40,7 +40,7 @@ ProgressFn = Callable[[str, int, int], None]
 StopFn = Callable[[], bool]
 
 # Characters of text per batch handed to a counting worker.
-BATCH_CHARS = 1 << 20
+BATCH_CHARS = 1 << 18
 # Minimum seconds between two progress reports of the same phase.
 PROGRESS_INTERVAL = 0.1
 # Minimum seconds between two calls of should_stop (it may be an RPC context check).
@@ -288,7 +288,7 @@ def _count_corpus(
         # (small inputs never start a pool), batches while workers start, and any overflow.
         nonlocal pool, local_seen, batches
         batches += 1
-        if pool is None and workers > 1 and batches > 1:
+        if pool is None and workers > 1 and (batches > 1 or total > 4 * BATCH_CHARS):
             pool = CountPool(pat_str, workers - 1, should_stop)
         if pool is None or not pool.try_submit(pieces):
             local_seen += count_into(local, pieces, compiled)

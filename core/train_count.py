@@ -2,8 +2,8 @@
 
 Each worker keeps one running count of the batches it is given and sends it back once, at
 the end, so memory grows with the number of distinct pretokens and not with the corpus. The
-module imports nothing heavy, so spawned workers start fast (and it is spawn-safe: workers
-never depend on state inherited by ``fork``).
+worker function is spawn-safe (it depends on no state inherited by ``fork``); fork is used only
+where it is safe, because it starts workers without re-importing tokend.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import multiprocessing
 import multiprocessing.process
 import multiprocessing.queues
 import queue
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -23,6 +25,18 @@ from tokend.core.errors import Cancelled, InvalidInput, TokendError
 
 # How long a blocked queue operation waits before checking for cancellation again.
 POLL_SECONDS = 0.05
+# None: "fork" on Linux when this process runs a single thread (fast start, and safe: no
+# other thread can hold a lock across the fork), else "spawn". Tests force "spawn".
+START_METHOD: str | None = None
+
+
+def start_method() -> str:
+    """The multiprocessing start method for counting workers (see START_METHOD)."""
+    if START_METHOD is not None:
+        return START_METHOD
+    if sys.platform == "linux" and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
 
 
 def to_byte_counts(counts: Counter[str]) -> dict[bytes, int]:
@@ -73,7 +87,11 @@ class CountPool:
     def __init__(
         self, pat_str: str, workers: int, should_stop: Callable[[], bool] | None
     ) -> None:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = (
+            multiprocessing.get_context("fork")
+            if start_method() == "fork"
+            else multiprocessing.get_context("spawn")
+        )
         self._should_stop = should_stop
         self._inbox: multiprocessing.queues.Queue[list[str] | None] = ctx.Queue(
             maxsize=2 * workers

@@ -11,11 +11,12 @@ from unittest import mock
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tokend.core.corpus as corpus_io
 import tokend.core.train as train_mod
+from tokend.core import train_count
 from tokend.core.errors import Cancelled, InvalidInput
 from tokend.core.formats import printable_to_token, read_gpt2_merges
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
@@ -186,16 +187,26 @@ class TestAgainstNaive:
 class TestSplitter:
     @settings(max_examples=200, deadline=None)
     @given(
-        text=st.one_of(tie_text, any_text, st.text(alphabet=" \t\n\r\xa0a.", max_size=60)),
-        specials=st.lists(st.sampled_from(SPECIALS), unique=True, max_size=2),
+        data=st.one_of(
+            corpora(),
+            st.tuples(st.text(alphabet=" \t\n\r\xa0a.", max_size=60), st.just([])),
+        ),
         sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4),
         target=st.integers(1, 16),
         name=st.sampled_from(sorted(NAMED_PATTERNS)),
     )
+    # A short special token right after a long one, then a space, cut one character at a time.
+    @example(
+        data=("1<|endoftext|><s> <|endoftext|>", ["<|endoftext|>", "<s>"]),
+        sizes=[1],
+        target=1,
+        name="gpt2",
+    )
     def test_pieces_pretokenize_like_whole_documents(
-        self, text: str, specials: list[str], sizes: list[int], target: int, name: str
+        self, data: tuple[str, list[str]], sizes: list[int], target: int, name: str
     ) -> None:
         """The safe cuts never change pretokenization, for every named pattern."""
+        text, specials = data
         pat = regex.compile(NAMED_PATTERNS[name])
         splitter = corpus_io.Splitter(specials, safe_cuts=True, target_chars=target)
         pieces: list[str] = []
@@ -224,6 +235,7 @@ class TestDeterminism:
         with (
             mock.patch.object(train_mod, "BATCH_CHARS", 4096),
             mock.patch.object(corpus_io, "TARGET_PIECE_CHARS", 2048),
+            mock.patch.object(train_count, "START_METHOD", "spawn"),  # spawn-safe
         ):
             pooled = train_bpe(path, 600, ["<|endoftext|>"], workers=2)
             streamed = train_bpe(chunked(text, [1000, 7, 333]), 600, ["<|endoftext|>"], workers=2)
