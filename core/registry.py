@@ -144,11 +144,16 @@ class Registry:
         self.lock_timeout = lock_timeout
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._staging.mkdir(exist_ok=True)
         except FileExistsError:
             raise FailedPrecondition(f"registry root {self.root} is not a directory") from None
         self._cache: OrderedDict[tuple[str, int], Encoding] = OrderedDict()
         self._cache_lock = threading.Lock()
+        try:
+            self._staging.mkdir(exist_ok=True)
+        except FileExistsError:
+            raise FailedPrecondition(f"{self._staging} is not a directory") from None
+        except OSError:
+            return  # a read-only registry (e.g. mounted into a server): serve, never clean
         self.clean()
 
     # -- paths ---------------------------------------------------------------------------
@@ -661,7 +666,10 @@ class Registry:
     def _clean_temp_files(self) -> list[str]:
         """Remove half-written ``.*.tmp`` files of atomic writes, if the lock is free now."""
         removed: list[str] = []
-        with contextlib.suppress(FailedPrecondition), file_lock(self.root / LOCK_FILE, timeout=0):
+        with (
+            contextlib.suppress(FailedPrecondition, PermissionError),
+            file_lock(self.root / LOCK_FILE, timeout=0),
+        ):
             dirs = [self.root, *(self.root / n for n in self._names_any())]
             for directory in dirs:
                 for entry in os.scandir(directory):

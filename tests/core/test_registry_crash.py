@@ -118,7 +118,7 @@ class TestCrashSafety:
     def test_kill_at_random_moments(self, tmp_path: Path) -> None:
         """A publisher looping on a large table is SIGKILLed at random instants, 20 times."""
         root = tmp_path / "reg"
-        rows = 20_000
+        rows = 8_000
         rng = random.Random(1234)
         seen: set[int] = set()
         for _ in range(20):
