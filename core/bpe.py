@@ -57,50 +57,48 @@ def _merge_short(piece: bytes, ranks: Mapping[bytes, Rank]) -> list[bytes]:
 
 
 def _merge_long(piece: bytes, ranks: Mapping[bytes, Rank]) -> list[bytes]:
-    """Heap of (rank, start) candidates over a linked list of parts, with lazy invalidation.
+    """Heap of candidate pairs over a linked list of parts, with lazy invalidation.
 
-    A part is identified by its start offset; ``nxt[start]`` is the start of the next part (or
-    ``n``). A heap entry ``(rank, start)`` is stale when ``start`` was merged away or when the
-    pair now beginning at ``start`` has a different rank; ranks are unique per byte string, so
-    an entry whose rank still matches describes exactly the current pair. Popping the smallest
-    ``(rank, start)`` is tiktoken's "lowest rank, then leftmost" order.
+    A part is identified by its start offset: ``nxt[start]`` is the start of the next part
+    (``n`` after the last one, ``n + 1`` once the part was merged into its left neighbour).
+    Heap entries are single ints ``rank << shift | start`` (int comparisons are much cheaper
+    than tuple ones), so popping the smallest is tiktoken's "lowest rank, then leftmost". An
+    entry is stale when its part is gone or the pair now starting there has another rank;
+    ranks are unique per byte string, so a matching rank means exactly the current pair.
     """
     get = ranks.get
     n = len(piece)
+    shift = n.bit_length()
+    mask = (1 << shift) - 1
+    dead = n + 1
     nxt = list(range(1, n + 1))
     prv = list(range(-1, n - 1))
-    alive = [True] * n
-    heap: list[tuple[Rank, int]] = []
-    for i in range(n - 1):
-        rank = get(piece[i : i + 2])
-        if rank is not None:
-            heap.append((rank, i))
+    heap = [(r << shift) | i for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
     heapq.heapify(heap)
     heappop = heapq.heappop
     heappush = heapq.heappush
     while heap:
-        rank, start = heappop(heap)
-        if not alive[start]:
-            continue
+        key = heappop(heap)
+        start = key & mask
         mid = nxt[start]
-        if mid >= n:
+        if mid >= n:  # merged away, or the last part
             continue
         end = nxt[mid]
-        if get(piece[start:end]) != rank:
+        if get(piece[start:end]) != key >> shift:
             continue
         # merge the part at ``start`` with the one at ``mid``
-        alive[mid] = False
+        nxt[mid] = dead
         nxt[start] = end
         if end < n:
             prv[end] = start
-            right = get(piece[start : nxt[end]])
-            if right is not None:
-                heappush(heap, (right, start))
+            rank = get(piece[start : nxt[end]])
+            if rank is not None:
+                heappush(heap, (rank << shift) | start)
         before = prv[start]
         if before >= 0:
-            left = get(piece[before:end])
-            if left is not None:
-                heappush(heap, (left, before))
+            rank = get(piece[before:end])
+            if rank is not None:
+                heappush(heap, (rank << shift) | before)
     parts: list[bytes] = []
     start = 0
     while start < n:

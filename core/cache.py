@@ -1,14 +1,16 @@
 """A bounded, thread-safe cache of encoded chunks with hit/miss/eviction counters.
 
-It is an approximate LRU built from two generations of plain dicts, so that the hot path is a
-bare ``dict.get`` (callable from ``map`` at C speed, atomic under the GIL) instead of a
-Python-level move-to-end on every hit:
+An approximate LRU built from two plain dicts, so that the hot path is a bare ``dict.get``
+(callable from ``map`` at C speed, atomic under the GIL) instead of a Python-level
+move-to-end on every hit:
 
-- new entries go into the *young* dict; when it holds half the budget, the *old* dict is
-  dropped (its entries are the evictions) and young becomes old;
-- a lookup that misses young but hits old moves the entry back into young, so anything used
-  at least once per generation survives, like an LRU with a coarse clock.
+- new entries go into the *young* dict;
+- when the cache is over budget, the oldest entries of the *old* dict are evicted in a batch;
+  when old is empty, young becomes old (and a new young starts);
+- a lookup that misses young but hits old moves the entry back into young.
 
+So an entry survives as long as it is used at least once between two turnovers, like an LRU
+with a coarse clock, and a cache big enough for the working set never evicts at all.
 Mutations take a lock; lookups do not.
 """
 
@@ -17,12 +19,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-DEFAULT_CACHE_ENTRIES = 65536
+DEFAULT_CACHE_ENTRIES = 1 << 18  # shakespeare (5 MB) needs ~182k: chunks plus pretokens
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,7 @@ class ChunkCache(Generic[K, V]):
         if max_entries < 0:
             raise ValueError(f"cache size is {max_entries}; it must be >= 0")
         self._max_entries = max_entries
-        # With one entry there is no room for two generations; keep only the young one.
-        self._generation_size = max_entries // 2 if max_entries >= 2 else max_entries
+        self._batch = max(1, max_entries // 16)  # evict at least this many at a time
         self._young: dict[K, V] = {}
         self._old: dict[K, V] = {}
         self._lock = threading.Lock()
@@ -61,11 +63,16 @@ class ChunkCache(Generic[K, V]):
 
     @property
     def young(self) -> dict[K, V]:
-        """The current young generation, for lock-free ``map(cache.young.get, keys)``.
+        """The young generation, for lock-free ``map(cache.young.get, keys)``.
 
         Callers must treat it as read-only and report what they found with :meth:`record`.
         """
         return self._young
+
+    @property
+    def old(self) -> dict[K, V]:
+        """The old generation (read-only for callers; see :meth:`put_many` to promote)."""
+        return self._old
 
     def get(self, key: K) -> V | None:
         """Look ``key`` up in both generations, counting a hit or a miss."""
@@ -91,10 +98,24 @@ class ChunkCache(Generic[K, V]):
 
     def put(self, key: K, value: V) -> None:
         """Insert ``key`` (a no-op when caching is disabled)."""
-        if self._generation_size == 0:
+        if self._max_entries == 0:
             return
         with self._lock:
             self._insert(key, value)
+
+    def put_many(self, items: dict[K, V]) -> None:
+        """Insert (or promote from old) many entries under one lock acquisition."""
+        if self._max_entries == 0 or not items:
+            return
+        with self._lock:
+            old = self._old
+            if old:
+                pop = old.pop
+                for key in items:
+                    pop(key, None)
+            self._young.update(items)
+            if len(self._young) + len(self._old) > self._max_entries:
+                self._evict()
 
     def record(self, hits: int, misses: int = 0) -> None:
         """Add lookups done directly on :attr:`young` to the counters."""
@@ -104,18 +125,24 @@ class ChunkCache(Generic[K, V]):
 
     def _insert(self, key: K, value: V) -> None:
         # Called with the lock held.
-        young = self._young
-        young[key] = value
-        if len(young) >= self._generation_size:
-            if self._max_entries >= 2:
-                self._evictions += len(self._old)
-                self._old = young
-            else:
-                self._evictions += len(young) - 1
-                self._old = {}
-            self._young = {}
-            if self._max_entries < 2:
-                self._young[key] = value
+        self._old.pop(key, None)
+        self._young[key] = value
+        if len(self._young) + len(self._old) > self._max_entries:
+            self._evict()
+
+    def _evict(self) -> None:
+        # Called with the lock held, when over budget: drop the oldest entries of old.
+        while True:
+            excess = len(self._young) + len(self._old) - self._max_entries
+            if excess <= 0:
+                return
+            if not self._old:
+                self._old, self._young = self._young, {}
+            old = self._old
+            count = min(len(old), max(excess, self._batch))
+            for key in list(islice(old, count)):
+                del old[key]
+            self._evictions += count
 
     def clear(self) -> None:
         """Drop every entry (counters are kept)."""

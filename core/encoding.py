@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, pairwise
+from itertools import chain, compress, filterfalse, pairwise, repeat
+from operator import is_
 from typing import Literal, TypeAlias
 
 import regex
@@ -21,7 +22,12 @@ from tokend.core.bpe import encode_piece
 from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo, ChunkCache
 from tokend.core.errors import DisallowedSpecialToken, InvalidInput, UnknownTokenId
 from tokend.core.patterns import GPT2_PATTERN
-from tokend.core.pretokenize import compile_pattern, is_chunkable, last_safe_point
+from tokend.core.pretokenize import (
+    compile_ascii_pattern,
+    compile_pattern,
+    is_chunkable,
+    last_safe_point,
+)
 
 AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
 DisallowedSpecial: TypeAlias = Literal["all"] | Collection[str]
@@ -32,6 +38,8 @@ CacheKey: TypeAlias = str | tuple[str] | bytes
 
 # Chunks longer than this are encoded but not cached: they rarely repeat and would pin memory.
 MAX_CACHED_CHUNK_CHARS = 256
+# With more misses than this in one text, the distinct missing parts are encoded in one batch.
+COLD_BATCH_PARTS = 64
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
 
@@ -107,6 +115,7 @@ class Encoding:
         self._special_ids = frozenset(self._special_tokens.values())
         self._findall = compile_pattern(pat_str)
         self._chunkable = is_chunkable(pat_str)
+        self._findall_ascii = compile_ascii_pattern(pat_str)
         self._cache: ChunkCache[CacheKey, Ids] = ChunkCache(cache_entries)
         # Special tokens with a space could straddle a safe point: stream them unsplit.
         self._iterable_splits = self._chunkable and not any(" " in s for s in special_tokens)
@@ -450,10 +459,12 @@ class Encoding:
         """Encode text without special tokens, as id sequences to be concatenated.
 
         ``text.split(" ")`` gives parts; the space before part k > 0 is a safe point when part
-        k-1 ends and part k starts with non-whitespace. Cache entries only exist for chunks
-        " " + part whose both ends are safe, so one ``map`` over the parts answers most of the
-        text; the Python loop below only visits the misses, grows each one into the smallest
-        chunk bounded by safe points, and encodes that chunk with the regex + BPE.
+        k-1 ends and part k starts with non-whitespace. Cache entries keyed by a str only
+        exist for chunks " " + part whose both ends are safe, so one ``map`` over the parts
+        answers most of the text. When many parts miss (a cold cache), the distinct clean ones
+        are encoded together in one regex pass (joined by spaces, which are safe points between
+        clean parts). The Python loop at the end only visits what is still missing, grows each
+        one into the smallest chunk bounded by safe points, and encodes that chunk.
         """
         if not text:
             return []
@@ -463,8 +474,14 @@ class Encoding:
         parts = text.split(" ")
         n = len(parts)
         runs: list[Ids | None] = list(map(cache.young.get, parts))
+        misses = 0
+        if n > COLD_BATCH_PARTS and runs.count(None) > max(COLD_BATCH_PARTS, n >> 4):
+            found, misses = self._fill_clean_misses(parts, runs)
+            # subtle: found.get(part, default) keeps the earlier hit (or None) for other parts
+            runs = list(map(found.get, parts, runs))
         runs[0] = None  # the first part has no space before it: never a cached " " + part
         index = runs.index
+        young_get = cache.young.get
         get_cold = cache.get_cold
         put = cache.put
         visited = 0
@@ -500,38 +517,101 @@ class Encoding:
             if len(chunk) > MAX_CACHED_CHUNK_CHARS:
                 ids = self._encode_chunk(chunk)
             else:
-                cached = get_cold(key)
+                cached = young_get(key)
                 if cached is None:
-                    ids = self._encode_chunk(chunk)
-                    put(key, ids)
-                else:
-                    ids = cached
+                    cached = get_cold(key)
+                    if cached is None:
+                        cached = self._encode_chunk(chunk)
+                        put(key, cached)
+                ids = cached
             runs[start] = ids
             if end > start + 1:
                 runs[start + 1 : end] = [()] * (end - start - 1)
             i = end
-        cache.record(n - visited)
+        cache.record(max(0, n - visited - misses), misses)
         return runs  # type: ignore[return-value]  # every None was replaced above
+
+    def _fill_clean_misses(
+        self, parts: list[str], runs: list[Ids | None]
+    ) -> tuple[dict[str, Ids], int]:
+        """Encode every distinct clean part that missed: ({part: ids}, number encoded).
+
+        Parts found in the old generation are promoted instead of re-encoded.
+        """
+        missing = set(compress(parts, map(is_, runs, repeat(None))))
+        old_get = self._cache.old.get
+        found: dict[str, Ids] = {}
+        todo: list[str] = []
+        for part in missing:
+            if part and not part[0].isspace() and not part[-1].isspace():
+                value = old_get(part)
+                if value is None:
+                    todo.append(part)
+                else:
+                    found[part] = value
+        if self._findall_ascii is not None:
+            ascii_parts = list(filter(str.isascii, todo))
+            if ascii_parts:
+                self._encode_joined(ascii_parts, self._findall_ascii, found)
+            if len(ascii_parts) < len(todo):
+                others = list(filterfalse(str.isascii, todo))
+                self._encode_joined(others, self._findall, found)
+        elif todo:
+            self._encode_joined(todo, self._findall, found)
+        self._cache.put_many(found)  # type: ignore[arg-type]
+        return found, len(todo)
+
+    def _encode_joined(
+        self, parts: list[str], findall: Callable[[str], list[str]], out: dict[str, Ids]
+    ) -> None:
+        """Encode " " + part for each clean part with one regex pass over them all."""
+        pieces = findall(" " + " ".join(parts))
+        datas = list(map(str.encode, pieces))
+        tokens = list(map(self._ids.get, datas))
+        k = 0
+        for part in parts:
+            need = len(part) + 1
+            size = len(pieces[k])
+            if size == need:  # the common case: the chunk is one pretoken
+                token = tokens[k]
+                out[part] = (token,) if token is not None else self._encode_piece(datas[k])
+                k += 1
+                continue
+            acc: list[int] = []
+            while need:
+                token = tokens[k]
+                if token is None:
+                    acc += self._encode_piece(datas[k])
+                else:
+                    acc.append(token)
+                need -= len(pieces[k])
+                k += 1
+            out[part] = tuple(acc)
+
+    def _encode_piece(self, data: bytes) -> Ids:
+        """BPE of one pretoken that is not itself a token, through the cache."""
+        cache = self._cache
+        cached = cache.young.get(data)
+        if cached is None:
+            cached = cache.get_cold(data)
+            if cached is None:
+                cached = tuple(encode_piece(data, self._ranks, self._ids))
+                if len(data) <= MAX_CACHED_CHUNK_CHARS:
+                    cache.put(data, cached)
+        return cached
 
     def _encode_chunk(self, chunk: str) -> Ids:
         """Regex-split ``chunk`` and BPE each pretoken (single tokens skip the cache)."""
+        findall = self._findall
+        if self._findall_ascii is not None and chunk.isascii():
+            findall = self._findall_ascii
         ids = self._ids
-        ranks = self._ranks
-        cache = self._cache
-        young = cache.young
         out: list[int] = []
-        for piece in self._findall(chunk):
+        for piece in findall(chunk):
             data = piece.encode("utf-8")
             token = ids.get(data)
             if token is not None:
                 out.append(token)
-                continue
-            cached = young.get(data)
-            if cached is None:
-                cached = cache.get_cold(data)
-                if cached is None:
-                    cached = tuple(encode_piece(data, ranks, ids))
-                    if len(data) <= MAX_CACHED_CHUNK_CHARS:
-                        cache.put(data, cached)
-            out += cached
+            else:
+                out += self._encode_piece(data)
         return tuple(out)

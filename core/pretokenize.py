@@ -35,6 +35,7 @@ Any other pattern falls back to the plain regex over the whole text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import regex
@@ -50,6 +51,50 @@ R50K_PATTERN = (
 CHUNKABLE_PATTERNS: frozenset[str] = frozenset(
     {GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN}
 )
+
+
+# The same patterns restricted to ASCII input, for the stdlib ``re`` (about 2.5x faster than
+# ``regex`` with Unicode property classes). On ASCII text \p{L} is [A-Za-z], \p{N} is [0-9],
+# \p{Lu}/\p{Ll} are [A-Z]/[a-z], \p{Lt}, \p{Lm}, \p{Lo}, \p{M} are empty and \s is the six
+# ASCII White_Space characters (written out: ``re``'s \s would add U+001C..U+001F). ``$``
+# becomes ``\Z``: a possessive ``\s++`` has already eaten any final newline, so they agree.
+_WS = r"\t\n\x0b\x0c\r "
+_NOT_WS = rf"[^{_WS}]"
+_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+ASCII_PATTERNS: dict[str, str] = {
+    O200K_PATTERN: "|".join(
+        [
+            rf"[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+{_CONTRACTION}",
+            rf"[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*{_CONTRACTION}",
+            r"[0-9]{1,3}",
+            rf" ?[^{_WS}A-Za-z0-9]+[\r\n/]*",
+            rf"[{_WS}]*[\r\n]+",
+            rf"[{_WS}]+(?!{_NOT_WS})",
+            rf"[{_WS}]+",
+        ]
+    ),
+    CL100K_PATTERN: (
+        r"'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+"
+        rf"| ?[^{_WS}A-Za-z0-9]++[\r\n]*+|[{_WS}]++\Z|[{_WS}]*[\r\n]|[{_WS}]+(?!{_NOT_WS})|[{_WS}]"
+    ),
+    R50K_PATTERN: (
+        r"'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++"
+        rf"| ?[^{_WS}A-Za-z0-9]++|[{_WS}]++\Z|[{_WS}]+(?!{_NOT_WS})|[{_WS}]"
+    ),
+    GPT2_PATTERN: (
+        r"'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+"
+        rf"| ?[^{_WS}A-Za-z0-9]+|[{_WS}]+(?!{_NOT_WS})|[{_WS}]+"
+    ),
+}
+
+
+def compile_ascii_pattern(pat_str: str) -> Callable[[str], list[str]] | None:
+    """``findall`` of the ASCII-only equivalent of ``pat_str``, if one is known.
+
+    Only valid on text for which ``str.isascii()`` is true.
+    """
+    ascii_pattern = ASCII_PATTERNS.get(pat_str)
+    return None if ascii_pattern is None else re.compile(ascii_pattern).findall
 
 
 def is_chunkable(pat_str: str) -> bool:
