@@ -1,0 +1,129 @@
+"""Assemble one gRPC server (one worker process): servicers, interceptor, health, reflection.
+
+``make_server(config)`` builds and binds it without starting it, so tests run it in-process on
+port 0; ``worker.py`` runs it in each process started by the supervisor.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from tokend.core.registry import Registry
+from tokend.server.config import ServerConfig
+from tokend.server.interceptors import ServerState, TokendInterceptor
+from tokend.server.jobs import JobStore
+from tokend.server.logs import log_event
+from tokend.server.metrics import CACHE_ENTRIES, CACHE_EVICTIONS, CACHE_HITS, CACHE_MISSES
+from tokend.server.servicer import TokenizerService
+from tokend.server.tokenizers import Tokenizers
+from tokend.v1 import tokenizer_pb2, tokenizer_pb2_grpc
+
+SERVICE_NAME = tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name
+
+
+@dataclass
+class TokendServer:
+    """A bound gRPC server plus what it needs to reload and shut down cleanly."""
+
+    server: grpc.Server
+    port: int
+    config: ServerConfig
+    tokenizers: Tokenizers
+    jobs: JobStore
+    health: health.HealthServicer
+    state: ServerState
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        self.server.start()
+        self.tokenizers.start(self.config.reload_seconds, on_tick=self.update_cache_metrics)
+        for service in ("", SERVICE_NAME):
+            self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+
+    def drain(self, grace: float | None = None) -> None:
+        """Shut down gracefully: NOT_SERVING, stop accepting, let in-flight RPCs finish.
+
+        The grace period bounds how long a slow in-flight call may keep the process alive;
+        after it, remaining calls are cancelled. Blocks until the server has stopped.
+        """
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        grace = self.config.grace_seconds if grace is None else grace
+        self.health.enter_graceful_shutdown()  # every service NOT_SERVING, sticky
+        self.state.start_draining()
+        log_event("draining", port=self.port, grace_seconds=grace)
+        self.server.stop(grace).wait()
+        self.tokenizers.stop()
+        log_event("stopped", port=self.port)
+
+    def update_cache_metrics(self) -> None:
+        """Publish each loaded encoding's pretoken cache counters as gauges."""
+        for ref, encoding in self.tokenizers.loaded().items():
+            info = encoding.cache_info()
+            CACHE_HITS.labels(ref).set(info.hits)
+            CACHE_MISSES.labels(ref).set(info.misses)
+            CACHE_EVICTIONS.labels(ref).set(info.evictions)
+            CACHE_ENTRIES.labels(ref).set(info.entries)
+
+
+def grpc_options(config: ServerConfig, *, reuse_port: bool) -> list[tuple[str, int]]:
+    """Channel arguments: message size limits and SO_REUSEPORT for the worker processes."""
+    return [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        # Responses (ids) may be larger than requests; --max-ids bounds them instead.
+        ("grpc.max_send_message_length", -1),
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
+    ]
+
+
+def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    key = config.tls_key.read_bytes()
+    cert = config.tls_cert.read_bytes()
+    client_ca = config.tls_client_ca.read_bytes() if config.tls_client_ca else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
+
+
+def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServer:
+    """Build and bind (not start) a server for ``config``; ``port`` 0 picks a free port."""
+    registry = Registry(config.registry)
+    tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
+    jobs = JobStore(config.jobs_dir)
+    state = ServerState()
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="rpc"),
+        interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
+        options=grpc_options(config, reuse_port=reuse_port),
+    )
+    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(
+        TokenizerService(config, tokenizers, jobs), server
+    )
+    health_servicer = health.HealthServicer(
+        experimental_non_blocking=True,
+        experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2),
+    )
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for service in ("", SERVICE_NAME):
+        health_servicer.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    address = f"{config.host}:{config.port}"
+    credentials = server_credentials(config)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
+    if port == 0:
+        raise OSError(f"could not bind {address}")
+    return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state)

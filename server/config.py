@@ -1,0 +1,152 @@
+"""Server configuration: one frozen dataclass, built once from flags and environment.
+
+Nothing below this module reads ``os.environ``; every component gets the ``ServerConfig`` (or the
+one field it needs) passed down. Each setting has a flag, an environment variable and a default;
+a flag beats the environment, which beats the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import platformdirs
+
+MiB = 1 << 20
+
+
+def default_registry_dir() -> Path:
+    """Where the registry lives when neither --registry nor TOKEND_REGISTRY says."""
+    return Path(platformdirs.user_data_dir("tokend")) / "registry"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything `tokend serve` can be told; defaults are safe for a loopback service."""
+
+    host: str = "127.0.0.1"
+    port: int = 50051
+    registry: Path = field(default_factory=default_registry_dir)
+    metrics_port: int = 9464  # 0 disables the /metrics endpoint
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = 16  # gRPC handler threads per worker process
+    max_message_bytes: int = 16 * MiB
+    max_batch: int = 1024  # texts per Encode/CountTokens, sequences per Decode, chat messages
+    max_text_bytes: int = 8 * MiB  # one text of Encode/CountTokens (UTF-8 bytes)
+    max_ids: int = 4 * MiB  # ids in one Decode request or one Encode response
+    max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
+    max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
+    cache_entries: int = 65536  # pretoken cache entries per loaded encoding
+    admin_token: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    train_dir: Path | None = None  # the only folder server-side corpora are read from
+    max_train_jobs: int = 4  # queued + running
+    max_vocab_size: int = 1 << 20  # largest vocab_size a Train request may ask for
+    train_concurrency: int = 1  # training processes running at once
+    train_workers: int = 1  # counting processes per training job
+    grace_seconds: float = 10.0  # SIGTERM: how long in-flight RPCs get to finish
+    reload_seconds: float = 0.5  # how often workers poll the registry for new versions
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if not 0 <= value <= 65535:
+                raise ValueError(f"--{name.replace('_', '-')} {value} is not a TCP port (0-65535)")
+        for name in (
+            "workers",
+            "threads",
+            "max_message_bytes",
+            "max_batch",
+            "max_text_bytes",
+            "max_ids",
+            "max_stream_bytes",
+            "max_corpus_bytes",
+            "cache_entries",
+            "max_train_jobs",
+            "max_vocab_size",
+            "train_concurrency",
+            "train_workers",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("--tls-cert and --tls-key go together: give both or neither")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
+        if self.grace_seconds < 0 or self.reload_seconds <= 0:
+            raise ValueError("--grace-seconds must be >= 0 and --reload-seconds > 0")
+
+    @property
+    def jobs_dir(self) -> Path:
+        """Training job state, shared by every worker process (see jobs.py)."""
+        return self.registry / ".jobs"
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+
+# (field, flag, env, type, help) for every setting; the parser and the env reader share it.
+_SETTINGS: tuple[tuple[str, str, type, str], ...] = (
+    ("host", "TOKEND_HOST", str, "interface to bind (default 127.0.0.1)"),
+    ("port", "TOKEND_PORT", int, "port to bind, shared by all workers (0: pick a free one)"),
+    ("registry", "TOKEND_REGISTRY", Path, "registry folder (default: user data dir)"),
+    ("metrics_port", "TOKEND_METRICS_PORT", int, "Prometheus /metrics port (0 disables)"),
+    ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
+    ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
+    ("max_message_bytes", "TOKEND_MAX_MESSAGE_BYTES", int, "largest gRPC message received"),
+    ("max_batch", "TOKEND_MAX_BATCH", int, "most texts / sequences / messages per request"),
+    ("max_text_bytes", "TOKEND_MAX_TEXT_BYTES", int, "largest single text (UTF-8 bytes)"),
+    ("max_ids", "TOKEND_MAX_IDS", int, "most ids in one Decode request or Encode response"),
+    ("max_stream_bytes", "TOKEND_MAX_STREAM_BYTES", int, "most text in one EncodeStream"),
+    ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
+    ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "pretoken cache entries per encoding"),
+    ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
+    ("tls_cert", "TOKEND_TLS_CERT", Path, "PEM server certificate (enables TLS)"),
+    ("tls_key", "TOKEND_TLS_KEY", Path, "PEM server private key"),
+    ("tls_client_ca", "TOKEND_TLS_CLIENT_CA", Path, "PEM CA for client certificates (mTLS)"),
+    ("train_dir", "TOKEND_TRAIN_DIR", Path, "the only folder server-side corpora are read from"),
+    ("max_train_jobs", "TOKEND_MAX_TRAIN_JOBS", int, "most queued + running training jobs"),
+    ("max_vocab_size", "TOKEND_MAX_VOCAB_SIZE", int, "largest vocab size Train accepts"),
+    ("train_concurrency", "TOKEND_TRAIN_CONCURRENCY", int, "training processes at once"),
+    ("train_workers", "TOKEND_TRAIN_WORKERS", int, "counting processes per training job"),
+    ("grace_seconds", "TOKEND_GRACE_SECONDS", float, "SIGTERM grace period for in-flight RPCs"),
+    ("reload_seconds", "TOKEND_RELOAD_SECONDS", float, "registry polling interval"),
+    ("log_level", "TOKEND_LOG_LEVEL", str, "DEBUG, INFO, WARNING or ERROR"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting (defaults are None so the environment can fill in)."""
+    defaults = {f.name: f for f in fields(ServerConfig)}
+    for name, env, kind, help_text in _SETTINGS:
+        assert name in defaults, name  # programming error, not user input
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            type=kind,
+            default=None,
+            help=f"{help_text} [env {env}]",
+        )
+
+
+def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> ServerConfig:
+    """Build the config: flag, else environment variable, else the dataclass default."""
+    values: dict[str, object] = {}
+    for name, env_name, kind, _ in _SETTINGS:
+        value = getattr(args, name, None)
+        if value is None and env.get(env_name):
+            raw = env[env_name]
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ValueError(f"{env_name}={raw!r} is not a valid {kind.__name__}") from None
+        if value is not None:
+            values[name] = value
+    return ServerConfig(**values)  # type: ignore[arg-type]

@@ -1,0 +1,219 @@
+"""One server interceptor for every tokend RPC: request ids, auth, draining, errors, metrics.
+
+Around each call it
+- reads ``x-request-id`` from the metadata (or makes one) and echoes it in the initial and the
+  trailing metadata, so a client can quote it and the logs can be searched for it;
+- refuses new work while the worker drains (UNAVAILABLE), and checks the admin token
+  (``authorization: Bearer <token>``) on the admin methods;
+- turns a ``TokendError`` into its status code (errors.py) and any other exception into
+  INTERNAL (logged with its traceback, never sent to the client);
+- counts the call and its latency by method and status code.
+Health checking and reflection pass through untouched.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from tokend.core.errors import (
+    PermissionDenied,
+    TokendError,
+    Unauthenticated,
+    Unavailable,
+)
+from tokend.server import metrics
+from tokend.server.errors import code_for, field_of, status_for
+from tokend.server.logs import log_event
+
+SERVICE_PREFIX = "/tokend.v1.TokenizerService/"
+ADMIN_METHODS = frozenset({"Train", "CancelTrainJob"})
+REQUEST_ID_KEY = "x-request-id"
+_MAX_REQUEST_ID = 128
+
+
+class ServerState:
+    """Mutable, thread-safe state the interceptor consults (the draining flag)."""
+
+    def __init__(self) -> None:
+        self._draining = threading.Event()
+
+    @property
+    def draining(self) -> bool:
+        return self._draining.is_set()
+
+    def start_draining(self) -> None:
+        self._draining.set()
+        metrics.DRAINING.set(1)
+
+
+def request_id(context: grpc.ServicerContext) -> str:
+    """The caller's ``x-request-id`` if it is sane (printable, short), else a fresh one."""
+    for key, value in context.invocation_metadata():
+        if key == REQUEST_ID_KEY and isinstance(value, str):
+            if 0 < len(value) <= _MAX_REQUEST_ID and value.isprintable():
+                return value
+            break
+    return uuid.uuid4().hex
+
+
+def bearer_token(context: grpc.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata():
+        if key == "authorization" and isinstance(value, str):
+            scheme, _, token = value.partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return None
+
+
+if TYPE_CHECKING:
+    _Interceptor = grpc.ServerInterceptor[Any, Any]
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+else:
+    _Interceptor = grpc.ServerInterceptor
+    _Handler = grpc.RpcMethodHandler
+
+
+class TokendInterceptor(_Interceptor):
+    def __init__(self, state: ServerState, *, admin_token: str | None) -> None:
+        self.state = state
+        self.admin_token = admin_token
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> _Handler | None:
+        handler = continuation(handler_call_details)
+        method_path: str = handler_call_details.method
+        if handler is None or not method_path.startswith(SERVICE_PREFIX):
+            return handler
+        method = method_path[len(SERVICE_PREFIX) :]
+        kwargs = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.unary_unary), **kwargs
+            )
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.stream_unary), **kwargs
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap_stream(method, handler.unary_stream), **kwargs
+            )
+        assert handler.stream_stream is not None
+        return grpc.stream_stream_rpc_method_handler(
+            self._wrap_stream(method, handler.stream_stream), **kwargs
+        )
+
+    # -- wrappers -------------------------------------------------------------------------
+
+    def _before(self, method: str, context: grpc.ServicerContext) -> str:
+        rid = request_id(context)
+        context.send_initial_metadata(((REQUEST_ID_KEY, rid),))
+        context.set_trailing_metadata(((REQUEST_ID_KEY, rid),))
+        if self.state.draining:
+            raise Unavailable("the server is shutting down; retry on another instance")
+        if method in ADMIN_METHODS and self.admin_token is not None:
+            token = bearer_token(context)
+            if token is None:
+                raise Unauthenticated(
+                    f"{method} needs the admin token: send metadata "
+                    "'authorization: Bearer <token>'"
+                )
+            if not hmac.compare_digest(token.encode(), self.admin_token.encode()):
+                raise PermissionDenied(f"{method}: the admin token is wrong")
+        return rid
+
+    def _wrap_unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
+            start = time.perf_counter()
+            rid = ""
+            code = grpc.StatusCode.OK
+            try:
+                rid = self._before(method, context)
+                return behavior(request, context)
+            except Exception as exc:
+                code = _code_of(exc, context)
+                self._fail(method, context, exc, rid, code)
+            finally:
+                _record(method, code, start)
+
+        return wrapped
+
+    def _wrap_stream(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            start = time.perf_counter()
+            rid = ""
+            code = grpc.StatusCode.OK
+            recorded = threading.Lock()
+
+            def record(final: grpc.StatusCode) -> None:
+                if recorded.acquire(blocking=False):  # once: by the finally or the callback
+                    _record(method, final, start)
+
+            # subtle: when the client cancels while this generator waits at a `yield`, gRPC
+            # never resumes it, so the `finally` below would only run at garbage collection.
+            # The termination callback records the call then (it is a no-op after a finish).
+            context.add_callback(lambda: record(grpc.StatusCode.CANCELLED))
+            try:
+                rid = self._before(method, context)
+                yield from behavior(request, context)
+            except Exception as exc:
+                code = _code_of(exc, context)
+                self._fail(method, context, exc, rid, code)
+            except GeneratorExit:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            finally:
+                record(code)
+
+        return wrapped
+
+    def _fail(
+        self,
+        method: str,
+        context: grpc.ServicerContext,
+        exc: Exception,
+        rid: str,
+        code: grpc.StatusCode,
+    ) -> None:
+        """Abort the call with the status of ``exc`` (this raises, as context.abort does)."""
+        if not context.is_active():  # the client left (cancelled / deadline): nobody to tell
+            return
+        metadata = ((REQUEST_ID_KEY, rid),) if rid else ()
+        if isinstance(exc, TokendError):
+            log_event("rpc_error", method=method, code=code.name, request_id=rid,
+                      error=str(exc), field=field_of(exc))
+            context.abort_with_status(status_for(exc, metadata))
+        log_event("rpc_internal_error", level=logging.ERROR, method=method, request_id=rid,
+                  error=repr(exc), traceback=_format_exc(exc))
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {rid})")
+
+
+def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
+    if isinstance(exc, TokendError):
+        return code_for(exc)
+    if not context.is_active():
+        return grpc.StatusCode.CANCELLED
+    return grpc.StatusCode.INTERNAL
+
+
+def _record(method: str, code: grpc.StatusCode, start: float) -> None:
+    metrics.RPCS.labels(method, code.name).inc()
+    metrics.RPC_SECONDS.labels(method).observe(time.perf_counter() - start)
+
+
+def _format_exc(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))

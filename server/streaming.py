@@ -1,0 +1,101 @@
+"""Incremental encoding for EncodeStream: send ids as soon as they are final.
+
+``Encoding.encode_iterable`` pulls chunks and yields ids; it only pulls the next chunk once the
+ids of what it has seen are final. So the encoder runs on its own thread, and just before it
+pulls the next chunk from the client we hand the ids gathered so far to the RPC thread, which
+sends them. Memory stays bounded: the queue between the threads is small (backpressure), and
+the encoder keeps only the unfinished tail of the text.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+from typing import Literal
+
+from tokend.core.encoding import Encoding
+from tokend.server import limits
+
+
+class _Abandoned(Exception):
+    """The RPC side went away; the encoder thread stops quietly."""
+
+
+class StreamEncoder:
+    """Iterate ``(final_ids, done)`` batches for a text arriving in ``chunks``."""
+
+    def __init__(
+        self,
+        encoding: Encoding,
+        chunks: Iterator[str],
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str],
+        disallowed_special: Literal["all"] | AbstractSet[str],
+        max_bytes: int,
+    ) -> None:
+        self._encoding = encoding
+        self._chunks = chunks
+        self._allowed = allowed_special
+        self._disallowed = disallowed_special
+        self._max_bytes = max_bytes
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=4)
+        self._closed = threading.Event()
+        self._pending: list[int] = []  # touched by the encoder thread only
+        self._thread = threading.Thread(target=self._run, name="encode-stream", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: object) -> None:
+        while not self._closed.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        raise _Abandoned
+
+    def _flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._put((batch, False))
+
+    def _pull(self) -> Iterator[str]:
+        received = 0
+        for chunk in self._chunks:
+            received += limits.utf8_len(chunk)
+            limits.check("EncodeStream text size in bytes", received, self._max_bytes,
+                         "--max-stream-bytes", field="text")
+            yield chunk
+            self._flush()  # the encoder wants the next chunk: what it produced is final
+
+    def _run(self) -> None:
+        try:
+            for token in self._encoding.encode_iterable(
+                self._pull(), allowed_special=self._allowed, disallowed_special=self._disallowed
+            ):
+                self._pending.append(token)
+            self._put((self._pending, True))
+        except _Abandoned:
+            return
+        except BaseException as exc:  # handed to the RPC thread, which raises it
+            try:
+                self._put(exc)
+            except _Abandoned:
+                return
+
+    def __iter__(self) -> Iterator[tuple[list[int], bool]]:
+        """Batches of final ids; the last one has ``done`` set (possibly with no ids)."""
+        while True:
+            item = self._queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, tuple)
+            ids, done = item
+            yield ids, done
+            if done:
+                return
+
+    def close(self) -> None:
+        """Stop the encoder thread (client gone, error, or done)."""
+        self._closed.set()

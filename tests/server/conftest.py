@@ -1,0 +1,104 @@
+"""Fixtures of the service tests: tiktoken references and in-process servers with small limits.
+
+The real ``tokend serve`` subprocess (``tokend_server``) lives in tests/conftest.py so the
+client tests can share it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+import tiktoken
+
+from tokend.core.builtins import get_encoding, load_builtin_spec
+from tokend.server.app import TokendServer, make_server
+from tokend.server.config import ServerConfig
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+ADMIN_TOKEN = "secret-admin"
+
+
+@functools.cache
+def reference(name: str) -> tiktoken.Encoding:
+    """tiktoken's encoding for a built-in, built offline from the shipped rank file."""
+    spec = load_builtin_spec(name)
+    return tiktoken.Encoding(
+        name,
+        pat_str=spec["pat_str"],
+        mergeable_ranks=get_encoding(name).mergeable_ranks,
+        special_tokens=spec["special_tokens"],
+        explicit_n_vocab=spec.get("explicit_n_vocab"),
+    )
+
+
+@pytest.fixture(scope="session")
+def tiktoken_ref() -> Callable[[str], tiktoken.Encoding]:
+    return reference
+
+
+def small_config(base: Path, **overrides: object) -> ServerConfig:
+    """A config with small limits so every limit is reachable with small requests."""
+    (base / "train").mkdir(parents=True, exist_ok=True)
+    config = ServerConfig(
+        port=0,
+        registry=base / "registry",
+        metrics_port=0,
+        workers=1,
+        threads=8,
+        max_message_bytes=1 << 20,
+        max_batch=16,
+        max_text_bytes=64 * 1024,
+        max_ids=20_000,
+        max_stream_bytes=256 * 1024,
+        max_corpus_bytes=64 * 1024,
+        max_train_jobs=2,
+        admin_token=ADMIN_TOKEN,
+        train_dir=base / "train",
+        reload_seconds=0.1,
+        grace_seconds=5.0,
+    )
+    return replace(config, **overrides)  # type: ignore[arg-type]
+
+
+class InProcess:
+    """A started in-process server, a channel to it and a stub."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.server: TokendServer = make_server(config)
+        self.server.start()
+        self.config = config
+        self.target = f"127.0.0.1:{self.server.port}"
+        self.channel = grpc.insecure_channel(self.target)
+        self.stub = pb_grpc.TokenizerServiceStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+        self.server.drain(0)
+
+
+@pytest.fixture(scope="session")
+def inproc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcess]:
+    """One in-process server with small limits, shared by the RPC tests."""
+    running = InProcess(small_config(tmp_path_factory.mktemp("inproc")))
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def fresh_server(tmp_path: Path) -> Iterator[Callable[..., InProcess]]:
+    """Start an in-process server of one's own (own registry and jobs), closed afterwards."""
+    started: list[InProcess] = []
+
+    def start(**overrides: object) -> InProcess:
+        running = InProcess(small_config(tmp_path / f"s{len(started)}", **overrides))
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.close()
