@@ -70,8 +70,42 @@ class TestRegexDialect:
             assert regex.findall(rewritten, text) == regex.findall(original, text)
         assert from_oniguruma(rewritten) == original
 
+    @pytest.mark.parametrize(
+        "pat_str",
+        [
+            r"\s+$|\S+|\s+",
+            r"^\s+|\S+|\s+",
+            r"[a-z]+\Z|\s+|[^\s]",
+            r"\d{1,2}+|\D",
+            r"(?:ab|\d){1,2}+|.|\n",
+            r"(?:[a-z]+)|(?i:[A-Z\d])|[^a-z]",
+        ],
+    )
+    def test_custom_patterns_match_tokend_in_hf(self, pat_str: str, tmp_path: Path) -> None:
+        """Anchors and bounded possessives are rewritten so HF splits like tokend does."""
+        from tokend.core.encoding import Encoding
+
+        ranks = {t: r for t, r in builtin("r50k_base")[0].items() if r < 3000}
+        path = tmp_path / "tokenizer.json"
+        write_hf_tokenizer_json(path, ranks=ranks, pat_str=pat_str, special_tokens={})
+        hf = Tokenizer.from_file(str(path))
+        enc = Encoding("custom", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+        rng = random.Random(3)
+        for _ in range(800):
+            text = "".join(rng.choices("ab cd\n\n 12345xyz\t.AB", k=rng.randint(0, 20)))
+            assert hf.encode(text, add_special_tokens=False).ids == enc.encode_ordinary(text)
+        assert read_hf_tokenizer_json(path).pat_str == from_oniguruma(to_oniguruma(pat_str))
+
+    def test_flags_without_oniguruma_equivalent_are_refused(self) -> None:
+        with pytest.raises(InvalidInput, match="Oniguruma"):
+            to_oniguruma(r"(?s:.)+|\n")
+        assert from_oniguruma(r"(?m:.)") == r"(?s:.)"  # Ruby's m is dotall
+
     def test_bounded_possessive_becomes_atomic(self) -> None:
         assert to_oniguruma(r"\p{N}{1,3}+") == r"(?>\p{N}{1,3})"
+        assert to_oniguruma(r"(a\d{2}+)$") == r"(a(?>\d{2}))\Z"
+        assert to_oniguruma(r"(?P<w>a^)") == r"(?<w>a\A)"
+        assert from_oniguruma(r"\d{1,3}+^") == r"(?:\d{1,3})+(?m:^)"
         assert to_oniguruma(r"[a\]]{2}+(x|y){1,}+") == r"(?>[a\]]{2})(?>(x|y){1,})"
         assert to_oniguruma(CL100K_PATTERN) != CL100K_PATTERN
         assert to_oniguruma(GPT2_PATTERN) == GPT2_PATTERN
