@@ -51,6 +51,7 @@ class JobRunner:
         self.concurrency = concurrency
         self.train_workers = train_workers
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._exit_codes: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen_terminal: set[str] = set()
@@ -76,8 +77,10 @@ class JobRunner:
     def poll(self) -> None:
         """One pass: reap, fail dead trainers, start queued jobs (oldest first)."""
         for job_id, child in list(self._children.items()):
-            if child.poll() is not None:
+            code = child.poll()
+            if code is not None:  # reaped here; the status is kept for the failure reason
                 del self._children[job_id]
+                self._exit_codes[job_id] = code
         jobs = self.store.list()
         running = 0
         for job in jobs:
@@ -90,6 +93,7 @@ class JobRunner:
                 self._clean_stale_upload(job)
             elif job["state"] in TERMINAL and job["job_id"] not in self._seen_terminal:
                 self._seen_terminal.add(job["job_id"])
+                self._exit_codes.pop(job["job_id"], None)
                 if job.get("finished_at", "") >= self._started_at:
                     metrics.TRAIN_JOBS.labels(job["state"]).inc()
                     log_event("train_job_finished", job_id=job["job_id"], state=job["state"],
@@ -116,7 +120,7 @@ class JobRunner:
     def _fail_dead(self, job: Job) -> None:
         job_id = job["job_id"]
         child = self._children.pop(job_id, None)
-        code = child.wait() if child is not None else None
+        code = child.wait() if child is not None else self._exit_codes.pop(job_id, None)
         log_tail = _tail(self.store.job_dir(job_id) / TRAINER_LOG)
         reason = "the training process died"
         if code is not None:
