@@ -1,0 +1,303 @@
+"""Encoder benchmark: tokend vs tiktoken, riptoken, HF tokenizers and puretiktoken.
+
+One process, one rank table (o200k_base by default), the same texts for every library.
+Prints markdown tables: MB/s (best and median of several repetitions after a warm-up) and the
+ratio to tiktoken measured in the same run, then a "pathological inputs" table.
+
+    .venv/bin/python bench/bench_encode.py            # full run (~3 minutes)
+    .venv/bin/python bench/bench_encode.py --quick    # smaller texts, fewer repetitions
+
+Targets (issue 2, o200k_base, one thread): warm encode >= 1.5x tiktoken, count >= 2x,
+cold encode >= 0.5x. Nothing here is a test; the numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import puretiktoken
+import riptoken
+import tiktoken
+from tokenizers import Tokenizer
+
+from tokend.core import Encoding, get_encoding
+from tokend.core.builtins import load_builtin_spec
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "data" / "corpora"
+
+
+def load_shakespeare() -> str:
+    """The shakespeare corpus from ../shared (or the gzipped test fixture as a fallback)."""
+    path = SHARED / "shakespeare.txt"
+    if path.exists():
+        return path.read_text(encoding="utf-8")
+    return gzip.decompress(
+        (REPO / "tests/fixtures/corpora/shakespeare.txt.gz").read_bytes()
+    ).decode()
+
+
+def build_mixed(target_bytes: int, seed: int = 1) -> str:
+    """Code, multilingual prose, numbers and whitespace runs, shuffled in blocks."""
+    rng = random.Random(seed)
+    code = [p.read_text(encoding="utf-8") for p in sorted((REPO / "core").glob("*.py"))]
+    fixtures = REPO / "tests" / "fixtures" / "corpora"
+    prose = [
+        (fixtures / name).read_text(encoding="utf-8").replace("<|endoftext|>", "")
+        for name in ("german.txt", "address.txt", "tinystories_sample.txt")
+    ]
+    multilingual = [
+        "日本語のテキストとカタカナ、ひらがな。東京都の天気は晴れです。",
+        "中文文本测试，包括标点符号。北京是中国的首都。",
+        "한국어 텍스트입니다. 서울은 한국의 수도입니다.",
+        "العربية نص تجريبي مع أرقام ١٢٣ وعلامات الترقيم.",
+        "हिन्दी पाठ का परीक्षण है। भारत की राजधानी नई दिल्ली है।",
+        "Ελληνικά κείμενα και Русский текст, ЗАГЛАВНЫЕ буквы и цифры 2024.",
+        "Grüße aus München! Straße, Fußgänger, Ärger, Öl, Übel — «quotes» … ok",
+        "emoji 👨‍👩‍👧‍👦 family 🏳️‍🌈 flag 👍🏽 thumbs 🇯🇵 jp 😀😃😄 done",
+    ]
+    blocks: list[str] = []
+    size = 0
+    while size < target_bytes:
+        kind = rng.random()
+        if kind < 0.35:
+            src = rng.choice(code)
+            start = rng.randrange(max(1, len(src) - 3000))
+            block = src[start : start + rng.randint(500, 3000)]
+        elif kind < 0.55:
+            block = rng.choice(prose)
+        elif kind < 0.8:
+            block = " ".join(rng.choice(multilingual) for _ in range(rng.randint(1, 6)))
+        elif kind < 0.92:
+            block = " ".join(
+                rng.choice(
+                    [
+                        str(rng.randint(0, 10**9)),
+                        f"{rng.random():.6f}",
+                        f"{rng.randint(1, 31):02d}/{rng.randint(1, 12):02d}/2024",
+                        f"0x{rng.getrandbits(32):08x}",
+                    ]
+                )
+                for _ in range(rng.randint(5, 40))
+            )
+        else:
+            block = "".join(
+                rng.choice(["    ", "\t", "\n", "\n\n", "  ", " \n", "\r\n", "        x = 1\n"])
+                for _ in range(rng.randint(5, 60))
+            )
+        blocks.append(block + rng.choice(["\n", " ", "\n\n", ""]))
+        size += len(block.encode())
+    # the sources mention special tokens; keep them ordinary text for every library
+    return "".join(blocks).replace("<|", "< |")
+
+
+def timed(fn: Callable[..., Any], reps: int, setup: Callable[[], Any] | None = None) -> list[float]:
+    """Wall-clock seconds of ``reps`` calls; ``setup()`` runs untimed and is passed to ``fn``."""
+    times = []
+    for _ in range(reps):
+        args = (setup(),) if setup else ()
+        gc.collect()
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+class Row:
+    """One line of the table."""
+
+    def __init__(self, library: str, operation: str, mb: float, times: list[float]) -> None:
+        self.library = library
+        self.operation = operation
+        self.best = mb / min(times)
+        self.median = mb / statistics.median(times)
+
+
+def reference_tiktoken(name: str) -> tiktoken.Encoding:
+    spec = load_builtin_spec(name)
+    return tiktoken.Encoding(
+        name,
+        pat_str=spec["pat_str"],
+        mergeable_ranks=get_encoding(name).mergeable_ranks,
+        special_tokens=spec["special_tokens"],
+    )
+
+
+def fresh_tokend(base: Encoding) -> Encoding:
+    """A new Encoding with the default cache size and an empty cache."""
+    return Encoding(
+        base.name,
+        pat_str=base.pat_str,
+        mergeable_ranks=base.mergeable_ranks,
+        special_tokens=base.special_tokens,
+    )
+
+
+def peers(name: str, tmp: Path) -> dict[str, tuple[Callable[[str], list[int]], Any, str]]:
+    """Other libraries on the same table: name -> (encode, decode, note)."""
+    out: dict[str, tuple[Callable[[str], list[int]], Any, str]] = {}
+    base = get_encoding(name)
+    if riptoken is not None:
+        core = riptoken.CoreBPE(base.mergeable_ranks, base.special_tokens, base.pat_str)
+        out["riptoken"] = (core.encode_ordinary, core.decode_bytes, "")
+    else:
+        print("note: riptoken is not installed", file=sys.stderr)
+    try:
+        from tokend.core import write_hf_tokenizer_json  # noqa: PLC0415 (owned by another module)
+
+        path = tmp / f"{name}.tokenizer.json"
+        write_hf_tokenizer_json(
+            path,
+            ranks=base.mergeable_ranks,
+            pat_str=base.pat_str,
+            special_tokens=base.special_tokens,
+        )
+        hf = Tokenizer.from_file(str(path))
+        out["HF tokenizers"] = (
+            lambda text: hf.encode(text, add_special_tokens=False).ids,
+            lambda ids: hf.decode(ids, skip_special_tokens=False),
+            "tokenizer.json written by tokend",
+        )
+    except Exception as exc:  # the table notes why a peer is missing
+        print(f"note: HF tokenizers skipped ({exc})", file=sys.stderr)
+    try:
+        pure = puretiktoken.get_encoding(name)
+        out["puretiktoken"] = (
+            pure.encode_ordinary,
+            pure.decode_bytes,
+            "loads its own bundled copy of the ranks offline; keeps a piece cache",
+        )
+    except Exception as exc:
+        print(f"note: puretiktoken cannot load {name} offline ({exc})", file=sys.stderr)
+    return out
+
+
+def bench_text(label: str, text: str, name: str, reps: int, tmp: Path) -> list[Row]:
+    """Time every library on ``text``; repetitions are interleaved across libraries so that
+    a change in machine load hits all of them alike."""
+    mb = len(text.encode()) / 1e6
+    print(f"\n## {label}: {mb:.2f} MB, {name}", file=sys.stderr)
+    tk = reference_tiktoken(name)
+    expected = tk.encode(text)
+    base = get_encoding(name)
+    warm = fresh_tokend(base)
+    if warm.encode(text) != expected or warm.count(text) != len(expected):
+        raise SystemExit("tokend disagrees with tiktoken")
+
+    # (library, operation, fn, setup): setup() runs untimed and its result is passed to fn
+    jobs: list[tuple[str, str, Callable[..., Any], Callable[[], Any] | None]] = [
+        ("tiktoken", "encode", lambda: tk.encode(text), None),
+        ("tiktoken", "count (len(encode))", lambda: len(tk.encode(text)), None),
+        ("tiktoken", "decode", lambda: tk.decode(expected), None),
+        ("tokend", "encode, cold cache", lambda enc: enc.encode(text), lambda: fresh_tokend(base)),
+        ("tokend", "encode, warm cache", lambda: warm.encode(text), None),
+        ("tokend", "count, warm cache", lambda: warm.count(text), None),
+        ("tokend", "decode", lambda: warm.decode(expected), None),
+    ]
+    for peer, (encode, decode, note) in peers(name, tmp).items():
+        ids = encode(text)  # also the warm-up (peers with caches get theirs filled)
+        suffix = "" if ids == expected else " (ids differ from tiktoken!)"
+        if note:
+            suffix += f" [{note}]"
+        jobs.append((peer, "encode" + suffix, lambda fn=encode: fn(text), None))
+        jobs.append((peer, "decode", lambda fn=decode: fn(expected), None))
+    times: list[list[float]] = [[] for _ in jobs]
+    for job in jobs:  # warm-up round
+        timed(job[2], 1, job[3])
+    for _ in range(reps):
+        for k, (_, _, fn, setup) in enumerate(jobs):
+            times[k] += timed(fn, 1, setup)
+    print(f"tokend cache after the run: {warm.cache_info()}", file=sys.stderr)
+    return [Row(lib, op, mb, t) for (lib, op, _, _), t in zip(jobs, times, strict=True)]
+
+
+def print_table(title: str, rows: list[Row]) -> None:
+    tk = {r.operation.split(" ")[0]: r.best for r in rows if r.library == "tiktoken"}
+    print(f"\n### {title}\n")
+    print("| library | operation | best MB/s | median MB/s | vs tiktoken (best) |")
+    print("|---|---|---:|---:|---:|")
+    for r in rows:
+        op = r.operation.split(",")[0].split(" ")[0]
+        ref = tk.get(op) or tk.get("encode")
+        ratio = f"{r.best / ref:.2f}x" if ref else ""
+        print(f"| {r.library} | {r.operation} | {r.best:.1f} | {r.median:.1f} | {ratio} |")
+
+
+def pathological(name: str, scale: int) -> None:
+    """Long single pretokens: seconds for tokend and tiktoken, and tokend's linearity."""
+    rng = random.Random(3)
+    base = get_encoding(name)
+    tk = reference_tiktoken(name)
+    size = 1_000_000 // scale
+    cases = {
+        "1 MB of 'a'": "a" * size,
+        "1 MB of random a-z": "".join(
+            rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size)
+        ),
+        "1 MB of digits": "".join(rng.choice("0123456789") for _ in range(size)),
+        "1 MB of random CJK": "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(size // 3)),
+        "100,000 spaces": " " * (100_000 // scale),
+        "1 MB of spaces": " " * size,
+    }
+    print(f"\n### Pathological inputs ({name}{', scaled down' if scale > 1 else ''})\n")
+    print(
+        "| input | tokend s | tokend s at 1/4 size | growth (4 = linear) | tiktoken s | same ids |"
+    )
+    print("|---|---:|---:|---:|---:|---|")
+    for label, text in cases.items():
+        head = text[: len(text) // 4]
+        quarter = min(timed(lambda enc, head=head: enc.encode(head), 1, lambda: fresh_tokend(base)))
+        start = time.perf_counter()
+        ids = fresh_tokend(base).encode(text)
+        full = time.perf_counter() - start
+        if label == "1 MB of spaces":
+            # tiktoken 0.14 overflows its stack here (a crash, not an exception): not run.
+            ok = "round-trips" if base.decode(ids) == text else "NO"
+            growth = f"{full / quarter:.1f}"
+            print(f"| {label} | {full:.2f} | {quarter:.2f} | {growth} | (crashes) | {ok} |")
+            continue
+        start = time.perf_counter()
+        ref = tk.encode(text)
+        tk_s = time.perf_counter() - start
+        same = "yes" if ids == ref else "NO"
+        growth = f"{full / quarter:.1f}"
+        print(f"| {label} | {full:.2f} | {quarter:.2f} | {growth} | {tk_s:.2f} | {same} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoding", default="o200k_base")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1/10 of the texts, 3 reps")
+    parser.add_argument("--skip-pathological", action="store_true")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    reps = 3 if args.quick else args.reps
+    shakespeare = load_shakespeare()
+    shakespeare = shakespeare[: len(shakespeare) // scale]
+    mixed = build_mixed(2_000_000 // scale)
+    print(
+        f"python {sys.version.split()[0]}, tiktoken {tiktoken.__version__}, "
+        f"{args.encoding}, {reps} reps after a warm-up"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, text in (("shakespeare", shakespeare), ("mixed", mixed)):
+            rows = bench_text(label, text, args.encoding, reps, Path(tmp))
+            print_table(f"{label} ({len(text.encode()) / 1e6:.2f} MB)", rows)
+            sys.stdout.flush()
+    if not args.skip_pathological:
+        pathological(args.encoding, scale)
+
+
+if __name__ == "__main__":
+    main()
