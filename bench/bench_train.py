@@ -57,10 +57,14 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
         tok.train([path], trainer_obj)
         merges = tok.get_vocab_size() - 257
     seconds = time.perf_counter() - start
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "phases": phases,
         "rss_mb": self_rss,
         "child_rss_mb": child_rss,
@@ -138,7 +142,10 @@ def main() -> int:
         ("corpus.en", DATA / "corpus.en", 500),
         ("shakespeare", DATA / "shakespeare.txt", 10000),
     ]
-    print(f"CPUs available: {len(os.sched_getaffinity(0))}; best of {args.repeat} runs each\n")
+    print(
+        f"CPUs available: {len(os.sched_getaffinity(0))}, load average "
+        f"{os.getloadavg()[0]:.1f}; best of {args.repeat} runs each\n"
+    )
     header = (
         "| corpus | vocab | tokend s | HF s | HF/tokend | tokend count / index / merge s "
         "| tokend peak RSS MB (+workers) | HF peak RSS MB |"
@@ -165,8 +172,9 @@ def main() -> int:
             assert isinstance(ph, dict)
             print(
                 f"\ngenerated corpus {size / 1e6:,.0f} MB -> vocab {args.big_vocab:,}: "
-                f"{ours['seconds']:.1f} s (count {ph['count']:.1f} / index {ph['index']:.1f} "
-                f"/ merge {ph['merge']:.1f}), peak RSS {ours['rss_mb']:.0f} MB main "
+                f"{ours['seconds']:.1f} s wall, {ours['cpu_seconds']:.1f} CPU-s (count "
+                f"{ph['count']:.1f} / index {ph['index']:.1f} / merge {ph['merge']:.1f}), "
+                f"peak RSS {ours['rss_mb']:.0f} MB main "
                 f"+ {ours['child_rss_mb']:.0f} MB per counting worker, {ours['merges']} merges"
             )
     return 0

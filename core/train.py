@@ -412,9 +412,8 @@ class _MergeLearner:
         """Run up to ``n_merges`` merges (fewer when no pair is left)."""
         throttle = self._throttle
         for k in range(n_merges):
-            if k & 0x3F == 0:
-                throttle.check("merge")
-                throttle.report("merge", k, n_merges)
+            throttle.check("merge")  # both throttle themselves by the clock
+            throttle.report("merge", k, n_merges)
             best = self._pop_best()
             if best is None:
                 break
@@ -437,7 +436,9 @@ class _MergeLearner:
         where = self._where
         delta: dict[tuple[int, int], int] = {}
         dget = delta.get
-        for wi in where.pop((a, b)):
+        for visited, wi in enumerate(where.pop((a, b))):
+            if visited & 0xFFFF == 0xFFFF:  # one merge of a huge corpus can take seconds
+                self._throttle.check("merge")
             w = words[wi]
             try:
                 i = w.index(a)

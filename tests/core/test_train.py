@@ -126,8 +126,8 @@ class TestReference:
 
 # --- property tests against the naive trainer -------------------------------------------------
 
-SPECIALS = ["<|endoftext|>", "<s>", "ab", "\n\n"]
-tie_text = st.text(alphabet=st.sampled_from(list("ab c\n'1!é")), max_size=120)
+SPECIALS = ["<|endoftext|>", "<s>", "ab", "\n\n", "x y"]
+tie_text = st.text(alphabet=st.sampled_from(list("ab c\nxy'1!é")), max_size=120)
 any_text = st.text(max_size=80)  # arbitrary Unicode (hypothesis leaves out surrogates)
 
 
