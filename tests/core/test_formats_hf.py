@@ -318,3 +318,41 @@ class TestImportFormats:
 
     def test_parse_special_uses_last_equals(self) -> None:
         assert parse_special(["a=b=3", "<s>=1"]) == {"a=b": 3, "<s>": 1}
+
+
+class TestTrainedRoundTrip:
+    def test_trained_tokenizer_through_registry_hf_and_back(
+        self, tmp_path: Path, texts: list[str]
+    ) -> None:
+        """train_bpe -> publish -> export tokenizer.json -> HF ids == tokend ids -> re-import."""
+        from tokend.core.interop import export_tokenizer
+        from tokend.core.registry import Registry
+        from tokend.core.train import train_bpe
+
+        chunks = iter(texts[:2])  # an iterable of text (a list would mean file paths)
+        result = train_bpe(chunks, 700, ["<|endoftext|>"], pattern="o200k", workers=1)
+        reg = Registry(tmp_path / "reg", include_builtins=False)
+        info = reg.publish(
+            "trained",
+            ranks=result.mergeable_ranks(),
+            pat_str=result.pattern,
+            special_tokens=result.special_tokens,
+        )
+        _, enc = reg.load(info.ref)
+        path = tmp_path / "tokenizer.json"
+        data = reg.load_data(info.ref)
+        export_tokenizer(
+            path,
+            fmt="hf-json",
+            ranks=data.ranks,
+            pat_str=data.pat_str,
+            special_tokens=data.special_tokens,
+        )
+        hf = Tokenizer.from_file(str(path))
+        for text in [*texts, "x<|endoftext|>y"]:
+            ids = enc.encode(text, allowed_special="all")
+            assert hf.encode(text, add_special_tokens=False).ids == ids
+        parts = read_tokenizer_files([path])
+        assert parts.ranks == data.ranks
+        assert parts.pat_str == data.pat_str
+        assert parts.special_tokens == data.special_tokens
