@@ -257,6 +257,14 @@ class TestAliases:
         with pytest.raises(UnknownTokenizer, match="canary"):
             reg.resolve("tok@stable")
 
+    @pytest.mark.parametrize("alias", [*BAD_NAMES, "42", "latest"])
+    def test_hostile_aliases_are_refused(self, reg: Registry, alias: str) -> None:
+        """No alias that breaks the rule (or is a version, or 'latest') is ever written."""
+        publish(reg)
+        with pytest.raises(InvalidName):
+            reg.set_alias("tok", alias, 1)
+        assert not (reg.root / "tok" / "aliases.json").exists()
+
     def test_remove_alias(self, reg: Registry) -> None:
         publish(reg)
         reg.set_alias("tok", "stable", 1)
