@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,7 @@ CacheKey: TypeAlias = str | tuple[str] | bytes
 
 # Chunks longer than this are encoded but not cached: they rarely repeat and would pin memory.
 MAX_CACHED_CHUNK_CHARS = 256
+_FRESH = ("", "")  # "".join-style copy: part.join(_FRESH) == part, as a new object
 # With more misses than this in one text, the distinct missing parts are encoded in one batch.
 COLD_BATCH_PARTS = 64
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
@@ -475,7 +477,12 @@ class Encoding:
         n = len(parts)
         runs: list[Ids | None] = list(map(cache.young.get, parts))
         misses = 0
-        if n > COLD_BATCH_PARTS and runs.count(None) > max(COLD_BATCH_PARTS, n >> 4):
+        # A batch pays off when many non-empty parts miss (a cold cache); estimate that on
+        # every 16th part, since counting all of them costs as much as the batch saves warm.
+        # Empty parts (runs of spaces) are never cached, so they do not count.
+        if n > COLD_BATCH_PARTS and (runs[::16].count(None) - parts[::16].count("")) * 16 > max(
+            COLD_BATCH_PARTS, n >> 4
+        ):
             found, misses = self._fill_clean_misses(parts, runs)
             # subtle: found.get(part, default) keeps the earlier hit (or None) for other parts
             runs = list(map(found.get, parts, runs))
@@ -536,17 +543,20 @@ class Encoding:
     ) -> tuple[dict[str, Ids], int]:
         """Encode every distinct clean part that missed: ({part: ids}, number encoded).
 
-        Parts found in the old generation are promoted instead of re-encoded.
+        Parts found in the old generation are promoted instead of re-encoded. New entries are
+        created most frequent first, with fresh key strings: the hot entries then sit next to
+        each other in memory, which makes later warm lookups markedly faster (fewer cache
+        misses on a dict of 10^5 entries).
         """
-        missing = set(compress(parts, map(is_, runs, repeat(None))))
+        counts = Counter(compress(parts, map(is_, runs, repeat(None))))
         old_get = self._cache.old.get
         found: dict[str, Ids] = {}
         todo: list[str] = []
-        for part in missing:
+        for part, _ in counts.most_common():
             if part and not part[0].isspace() and not part[-1].isspace():
                 value = old_get(part)
                 if value is None:
-                    todo.append(part)
+                    todo.append(part.join(_FRESH))  # subtle: a new str object, allocated now
                 else:
                     found[part] = value
         if self._findall_ascii is not None:
