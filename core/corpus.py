@@ -19,7 +19,8 @@ whose left neighbour X is not whitespace (``\\S`` in the same ``regex`` engine).
    lookbehind, so matching from the space onward depends only on the text from the space on.
 
 Custom patterns get no such proof, so their documents are cut only at special tokens (a file
-without special tokens is then held in memory whole while it is counted).
+without special tokens is then held in memory whole while it is counted); the same holds for a
+long stretch of text with no safe cut (e.g. Chinese without spaces) under a named pattern.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from tokend.core.errors import InvalidInput
 
 # How many bytes to read from a file at a time.
 READ_BLOCK_BYTES = 1 << 20
-# How many characters to gather before looking for pieces to hand out.
-TARGET_PIECE_CHARS = 1 << 20
+# How many characters to gather before looking for pieces to hand out (small enough that
+# counting work spreads evenly over the worker processes).
+TARGET_PIECE_CHARS = 1 << 18
 
 _WHITESPACE = regex.compile(r"\s")
 

@@ -264,8 +264,8 @@ def _count_corpus(
 ) -> _Counted:
     """Phase 1: stream the input, cut it into pieces and count pretokens.
 
-    With ``workers`` > 1, ``workers - 1`` processes are started once a second batch shows up,
-    and this process counts alongside them.
+    With ``workers`` > 1, ``workers - 1`` processes are started once a second batch shows up
+    (at once for files over 4 batches), and this process counts whatever they cannot take.
     """
     sources = open_sources(corpus)
     total = sum(s.size for s in sources if s.size is not None)
