@@ -17,6 +17,7 @@ from tokend.core import errors as E  # noqa: N812 - E.UnknownTokenizer reads as 
 # Most specific first: the first class the error is an instance of wins.
 STATUS_TABLE: tuple[tuple[type[E.TokendError], grpc.StatusCode], ...] = (
     (E.UnknownTokenizer, grpc.StatusCode.NOT_FOUND),
+    (E.UnknownJob, grpc.StatusCode.NOT_FOUND),
     (E.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (E.InvalidInput, grpc.StatusCode.INVALID_ARGUMENT),  # incl. InvalidName, UnknownTokenId...
     (E.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
