@@ -281,7 +281,7 @@ def hf_tokenizer_dict(
         token_to_printable(token): rank
         for token, rank in sorted(ranks.items(), key=lambda item: item[1])
     }
-    for text, token_id in special_tokens.items():
+    for text, token_id in sorted(special_tokens.items(), key=lambda item: item[1]):
         # subtle: HF renumbers added tokens that the model vocab lacks (cl100k's 100257 would
         # become 100256), so specials are listed in the model vocab too, as GPT-2's file does.
         if text in vocab:

@@ -131,6 +131,10 @@ def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
             return handler(registry, args)
         except TokendError as err:
             return _fail(args, err, 2 if isinstance(err, InvalidInput) else 1)
+        except BrokenPipeError:
+            # The reader went away (`| head`): not a failure; keep the exit-time flush quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         except OSError as err:
             return _fail(args, err, 1)
 
