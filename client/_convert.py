@@ -107,8 +107,7 @@ def encode_results(response: pb.EncodeResponse, *, details: bool) -> list[Encode
             tokenizer=response.tokenizer,
             ids=list(result.ids),
             details=[
-                TokenDetail(d.id, bytes(d.piece), d.start, d.end, d.special)
-                for d in result.details
+                TokenDetail(d.id, bytes(d.piece), d.start, d.end, d.special) for d in result.details
             ]
             if details
             else None,

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import Any
 
@@ -84,8 +85,6 @@ class AsyncClient:
 
     async def wait_ready(self, timeout: float = 10.0) -> None:
         """Wait until the channel is connected (TimeoutError after ``timeout`` seconds)."""
-        import asyncio  # noqa: PLC0415  (only this method needs it)
-
         try:
             await asyncio.wait_for(self._channel.channel_ready(), timeout)
         except TimeoutError as err:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pytest
@@ -299,3 +301,63 @@ class TestDependencies:
                     if name.startswith("tokend") and not name.startswith(allowed_tokend):
                         offenders.append(f"{source.name}: {name}")
         assert offenders == []
+
+
+class TestServerStatuses:
+    """Each error path of the real service arrives as its typed exception."""
+
+    def test_not_found(self, client: Client) -> None:
+        with pytest.raises(TokenizerNotFound) as info:
+            client.encode("no-such-tok@3", "x")
+        assert info.value.code is grpc.StatusCode.NOT_FOUND
+        assert "no-such-tok" in info.value.details
+        assert info.value.request_id  # the server echoes the request id it logged
+
+    def test_invalid_argument(self, client: Client) -> None:
+        """A malformed reference and an empty batch are INVALID_ARGUMENT naming the value."""
+        with pytest.raises(core.InvalidInput, match="bad ref!"):
+            client.encode("bad ref!", "x")
+        with pytest.raises(core.InvalidInput) as info:
+            client.encode_batch("o200k_base", [])
+        assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+
+    def test_resource_exhausted_names_the_limit(self, client: Client, tokend_service: Any) -> None:
+        """Over --max-batch: RESOURCE_EXHAUSTED (LimitExceeded) naming the value and the limit."""
+        limit = tokend_service.max_batch
+        with pytest.raises(core.LimitExceeded) as info:
+            client.encode_batch("o200k_base", ["x"] * (limit + 1))
+        message = str(info.value)
+        assert str(limit + 1) in message
+        assert str(limit) in message
+        assert "--max-batch" in message
+
+    def test_unauthenticated_and_permission_denied(self, tokend_service: Any) -> None:
+        """Train without the admin token: UNAUTHENTICATED; with a wrong one: PERMISSION_DENIED."""
+        with (
+            Client(tokend_service.target, timeout=10) as anonymous,
+            pytest.raises(core.Unauthenticated),
+        ):
+            anonymous.train("noauth", "some corpus text", vocab_size=260)
+        with (
+            Client(tokend_service.target, timeout=10, token="wrong-token") as wrong,
+            pytest.raises(core.PermissionDenied),
+        ):
+            wrong.train("badauth", "some corpus text", vocab_size=260)
+
+    def test_deadline_exceeded(self, client: Client) -> None:
+        """A deadline shorter than the work: DEADLINE_EXCEEDED as a TimeoutError."""
+        with pytest.raises(core.DeadlineExceeded) as info:
+            client.encode("o200k_base", "many words here " * 100_000, timeout=0.001)
+        assert isinstance(info.value, TimeoutError)
+
+    def test_unavailable_after_retries(self) -> None:
+        """Nobody listening: UNAVAILABLE (a ConnectionError) once the attempts are used up."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # bound but not listening: connections are refused
+            with (
+                Client(f"127.0.0.1:{port}", timeout=5, max_attempts=2) as dead,
+                pytest.raises(core.Unavailable) as info,
+            ):
+                dead.count_tokens("o200k_base", "x")
+        assert isinstance(info.value, ConnectionError)

@@ -1,0 +1,67 @@
+"""The Node.js client (client/node, @grpc/grpc-js + @grpc/proto-loader) against the real server.
+
+It loads proto/tokend/v1/tokenizer.proto itself, so this proves the contract works from a
+second language. No skipping: without node or the npm packages the test fails and says how to
+install them (scripts/setup-test-tools.sh, which scripts/test.sh runs).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from tokend.client import ChatMessage
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_DIR = ROOT / "client" / "node"
+HINT = "run `bash scripts/setup-test-tools.sh` (needs Node.js >= 18 and npm)"
+
+
+def run_node(target: str, payload: dict[str, object]) -> tuple[int, dict[str, Any], str]:
+    node = shutil.which("node")
+    assert node is not None, f"node is not on PATH: {HINT}"
+    assert (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir(), f"npm packages: {HINT}"
+    result = subprocess.run(
+        [node, str(NODE_DIR / "cli.js"), "--target", target],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.stdout, f"node printed nothing; stderr:\n{result.stderr}"
+    return result.returncode, json.loads(result.stdout), result.stderr
+
+
+class TestNodeClient:
+    def test_encode_count_decode_equal_tiktoken(
+        self, tokend_service: Any, o200k: tiktoken.Encoding, sample_texts: list[str]
+    ) -> None:
+        """Encode ids equal tiktoken's; CountTokens and Decode agree with them."""
+        messages = [ChatMessage("user", "hello from node", name="js")]
+        payload = {
+            "tokenizer": "o200k_base",
+            "texts": sample_texts,
+            "messages": [{"role": m.role, "content": m.content, "name": m.name} for m in messages],
+        }
+        status, out, err = run_node(tokend_service.target, payload)
+        assert status == 0, err
+        assert out["tokenizer"] == "o200k_base"
+        assert out["ids"] == o200k.encode_batch(sample_texts)
+        assert out["counts"] == [len(ids) for ids in out["ids"]]
+        chat = 3 + sum(len(o200k.encode(v)) for v in ("user", "hello from node", "js")) + 1 + 3
+        assert out["messages_count"] == chat
+        assert out["total"] == sum(out["counts"]) + chat
+        assert out["decoded"] == sample_texts
+
+    def test_error_status_reaches_node(self, tokend_service: Any) -> None:
+        """An unknown tokenizer is NOT_FOUND (code 5) in grpc-js too, with the server's message."""
+        status, out, _ = run_node(tokend_service.target, {"tokenizer": "nope", "texts": ["x"]})
+        assert status == 1
+        assert out["error"]["code"] == 5
+        assert "nope" in out["error"]["details"]
