@@ -182,21 +182,28 @@ def _atom_end(pat: str, i: int) -> int:
 def _bpe_parts(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
     """tiktoken's BPE on ``token`` using only ranks below ``max_rank``; returns the parts.
 
-    >>> _bpe_parts({b"a": 0, b"b": 1, b"ab": 2}, b"ab", 2)
-    [b'a', b'b']
+    Stops at two parts (their merge is ``token`` itself, whose rank is not below
+    ``max_rank``). Pair ranks live in a list so ``min``/``index`` scan in C, leftmost first.
+
+    >>> _bpe_parts({b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"abc": 4}, b"abc", 4)
+    [b'a', b'bc']
     """
+    get = ranks.get
+    none = max_rank  # any rank >= max_rank counts as "no merge"
     parts = [token[i : i + 1] for i in range(len(token))]
-    while len(parts) > 1:
-        best_rank = max_rank
-        best_index = -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1])
-            if rank is not None and rank < best_rank:
-                best_rank = rank
-                best_index = i
-        if best_index < 0:
+    pair_ranks = [min(get(token[i : i + 2], none), none) for i in range(len(token) - 1)]
+    while len(parts) > 2:
+        best = min(pair_ranks)
+        if best >= none:
             break
-        parts[best_index : best_index + 2] = [parts[best_index] + parts[best_index + 1]]
+        i = pair_ranks.index(best)
+        parts[i] += parts[i + 1]
+        del parts[i + 1]
+        del pair_ranks[i]
+        if i < len(pair_ranks):
+            pair_ranks[i] = min(get(parts[i] + parts[i + 1], none), none)
+        if i > 0:
+            pair_ranks[i - 1] = min(get(parts[i - 1] + parts[i], none), none)
     return parts
 
 
