@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.process
 import multiprocessing.queues
+import os
 import queue
 import sys
 import threading
@@ -61,12 +62,30 @@ def count_into(counts: Counter[str], pieces: Iterable[str], compiled: regex.Patt
     return seen
 
 
+def _exit_with_parent() -> None:
+    """Exit this worker as soon as its parent dies, wherever the main thread is blocked.
+
+    subtle: a parent killed outright (SIGKILL) may die halfway through writing a batch; the
+    worker then waits forever for the rest, since it holds the queue's write end itself.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()  # returns when the parent's sentinel closes, i.e. the parent is gone
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _worker_main(pat_str: str, inbox: Any, outbox: Any) -> None:
     """Worker loop: count every batch until ``None`` arrives, then send the totals back."""
     try:
         compiled = regex.compile(pat_str)
         counts: Counter[str] = Counter()
         seen = 0
+        _exit_with_parent()
         while True:
             batch = inbox.get()
             if batch is None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -346,6 +349,58 @@ class TestProgressAndCancel:
             )
         assert len(asked_at) == 1
         assert not multiprocessing.active_children()
+
+
+ORPHAN_SCRIPT = """
+import multiprocessing, sys
+import tokend.core.train_count as train_count
+from tokend.core.train import train_bpe
+
+def endless():
+    while True:
+        yield "some words here and there, again and again " * 8000
+
+if __name__ == "__main__":
+    train_count.START_METHOD = sys.argv[1]
+    shown = []
+    def progress(phase, done, total):
+        kids = multiprocessing.active_children()
+        if kids and not shown:
+            shown.append(1)
+            print(" ".join(str(k.pid) for k in kids), flush=True)
+    train_bpe(endless(), 1000, workers=2, progress=progress)
+"""
+
+
+def process_gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")  # exited, maybe not reaped
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+class TestNothingLeftBehind:
+    @pytest.mark.parametrize("method", ["fork", "spawn"])
+    def test_workers_exit_when_the_trainer_is_killed(self, tmp_path: Path, method: str) -> None:
+        """SIGKILL of the training process (no chance to clean up): its workers still exit."""
+        script = tmp_path / "endless_train.py"
+        script.write_text(ORPHAN_SCRIPT, "utf-8")
+        proc = subprocess.Popen(
+            [sys.executable, str(script), method], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            pids = [int(p) for p in proc.stdout.readline().split()]
+            assert pids
+        finally:
+            proc.kill()
+            proc.wait()
+        deadline = time.monotonic() + 10
+        while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(process_gone(p) for p in pids)
 
 
 class TestValidation:
