@@ -60,7 +60,8 @@ def open_sources(corpus: CorpusInput) -> list[Source]:
 
     A ``str`` or path-like is one file; a list or tuple is a list of files; any other iterable
     (a generator, an iterator, an open text file) is a stream of text chunks. Documents never
-    span two files, but do span chunk boundaries of one stream.
+    span two files, but do span chunk boundaries of one stream. Files are decoded as strict
+    UTF-8 exactly as stored: no newline translation, so ``\r\n`` stays two characters.
     """
     obj: object = corpus  # checked at run time: callers may pass anything
     if isinstance(obj, str | os.PathLike):
