@@ -251,6 +251,26 @@ class TestDeterminism:
             assert other.stats.bytes_read == base.stats.bytes_read
         assert not multiprocessing.active_children()
 
+    @pytest.mark.parametrize("method", ["fork", "spawn"])
+    def test_pool_with_special_tokens_at_chunk_edges_agrees_with_naive(
+        self, fixtures_dir: Path, method: str
+    ) -> None:
+        """Many documents split by special tokens, odd chunk sizes, a pool: brute-force merges."""
+        stories = (fixtures_dir / "corpora" / "tinystories_sample.txt").read_text("utf-8")
+        text = "<|endoftext|>".join([stories] * 12)
+        with (
+            mock.patch.object(train_mod, "BATCH_CHARS", 3000),
+            mock.patch.object(corpus_io, "TARGET_PIECE_CHARS", 1000),
+            mock.patch.object(train_count, "START_METHOD", method),
+        ):
+            result = train_bpe(chunked(text, [997, 13, 5]), 380, ["<|endoftext|>"], workers=3)
+        expected, distinct = naive_train([text], 380, ["<|endoftext|>"])
+        assert result.stats.workers == 3
+        assert result.merges == expected
+        assert result.stats.distinct_pretokens == distinct
+        assert result.stats.documents == text.count("<|endoftext|>") + 1
+        assert not multiprocessing.active_children()
+
     def test_list_of_files_keeps_documents_apart(self, tmp_path: Path) -> None:
         """Two files are two documents: no pretoken spans the file boundary."""
         (tmp_path / "a.txt").write_text("hello wor", "utf-8")
