@@ -35,9 +35,17 @@ def start_method() -> str:
     """The multiprocessing start method for counting workers (see START_METHOD)."""
     if START_METHOD is not None:
         return START_METHOD
-    if sys.platform == "linux" and threading.active_count() == 1:
-        return "fork"
-    return "spawn"
+    return "fork" if _single_threaded() else "spawn"
+
+
+def _single_threaded() -> bool:
+    """True only on Linux with exactly one OS thread (native library threads count too)."""
+    if sys.platform != "linux" or threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def to_byte_counts(counts: Counter[str]) -> dict[bytes, int]:
