@@ -23,12 +23,21 @@ from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
 from tokend.core.train import TrainResult, train_bpe
 
+DESCRIPTION = """\
+Train a byte-level BPE tokenizer on UTF-8 text files.
+
+Locally (the default) it publishes a new version into the registry, or with --out DIR writes
+<name>.tiktoken + <name>.json. With --target HOST:PORT a tokend server trains and publishes.
+
+example: tokend train corpus.txt --vocab-size 32000 --special '<|endoftext|>' --name mytok
+"""
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "train",
         help="train a byte-level BPE tokenizer and publish it",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("corpus", nargs="+", type=Path, metavar="CORPUS", help="UTF-8 text files")
@@ -52,6 +61,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     remote.add_connection_options(parser)
     # Local unless --target is given explicitly (TOKEND_TARGET does not send corpora away).
     parser.set_defaults(func=run, target=None)
+    for action in parser._actions:  # argparse has no public way to reword a shared option
+        if action.dest == "target":
+            action.help = "train on this tokend server instead of locally (streams the corpus)"
 
 
 def run(args: argparse.Namespace) -> int:
