@@ -105,7 +105,7 @@ def _worker_main(pat_str: str, inbox: Any, outbox: Any) -> None:
 
 
 class CountPool:
-    """A fixed set of spawned counting processes fed through a bounded queue.
+    """A fixed set of counting processes fed through a bounded queue.
 
     Use as a context manager: leaving the block (normally or by an exception such as
     Cancelled) terminates every worker that is still running, so nothing is left behind.
@@ -145,13 +145,17 @@ class CountPool:
     def _check(self) -> None:
         if self._should_stop is not None and self._should_stop():
             raise Cancelled("training was cancelled while counting pretokens")
+        self._check_alive()
+
+    def _check_alive(self) -> None:
         for p in self._procs:
             if p.exitcode not in (None, 0):
-                raise TokendError(f"a counting worker died (exit code {p.exitcode})")
+                hint = " (killed: out of memory?)" if p.exitcode == -9 else ""
+                raise TokendError(f"a counting worker died (exit code {p.exitcode}){hint}")
 
     def try_submit(self, batch: list[str]) -> bool:
         """Queue a batch if a worker can take it soon; False when the queue is full."""
-        self._check()
+        self._check_alive()
         try:
             self._inbox.put_nowait(batch)
         except queue.Full:
