@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, compress, filterfalse, pairwise, repeat
+from itertools import chain, compress, filterfalse, islice, pairwise, repeat
 from operator import is_
 from typing import Literal, TypeAlias
 
@@ -28,6 +28,7 @@ from tokend.core.pretokenize import (
     compile_pattern,
     is_chunkable,
     last_safe_point,
+    split_at_safe_points,
 )
 
 AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
@@ -38,10 +39,10 @@ Ids: TypeAlias = tuple[int, ...]
 CacheKey: TypeAlias = str | tuple[str] | bytes
 
 # Chunks longer than this are encoded but not cached: they rarely repeat and would pin memory.
-MAX_CACHED_CHUNK_CHARS = 256
+MAX_CACHED_CHUNK_CHARS = 1024
 _FRESH = ("", "")  # "".join-style copy: part.join(_FRESH) == part, as a new object
-# With more misses than this in one text, the distinct missing parts are encoded in one batch.
-COLD_BATCH_PARTS = 64
+# Up to this many misses are looked up one by one; more make a batch (one pass over all parts).
+FEW_MISSES = 128
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
 
@@ -460,105 +461,76 @@ class Encoding:
     def _ordinary_runs(self, text: str) -> list[Ids]:
         """Encode text without special tokens, as id sequences to be concatenated.
 
-        ``text.split(" ")`` gives parts; the space before part k > 0 is a safe point when part
-        k-1 ends and part k starts with non-whitespace. Cache entries keyed by a str only
-        exist for chunks " " + part whose both ends are safe, so one ``map`` over the parts
-        answers most of the text. When many parts miss (a cold cache), the distinct clean ones
-        are encoded together in one regex pass (joined by spaces, which are safe points between
-        clean parts). The Python loop at the end only visits what is still missing, grows each
-        one into the smallest chunk bounded by safe points, and encodes that chunk.
+        The text is cut at safe points (see ``tokend.core.pretokenize``): chunk 0 is
+        ``parts[0]`` and chunk k > 0 is ``" " + parts[k]``, each encodable on its own. The
+        cache maps a part (str) to the ids of ``" " + part``, so one ``map`` at C speed answers
+        most of the text; the distinct misses are then encoded in one batch.
         """
         if not text:
             return []
         if not self._chunkable:
             return [self._encode_chunk(text)]
         cache = self._cache
-        parts = text.split(" ")
-        n = len(parts)
+        parts = split_at_safe_points(text)
         runs: list[Ids | None] = list(map(cache.young.get, parts))
-        misses = 0
-        # A batch pays off when many non-empty parts miss (a cold cache); estimate that on
-        # every 16th part, since counting all of them costs as much as the batch saves warm.
-        # Empty parts (runs of spaces) are never cached, so they do not count.
-        if n > COLD_BATCH_PARTS and (runs[::16].count(None) - parts[::16].count("")) * 16 > max(
-            COLD_BATCH_PARTS, n >> 4
-        ):
-            found, misses = self._fill_clean_misses(parts, runs)
-            # subtle: found.get(part, default) keeps the earlier hit (or None) for other parts
-            runs = list(map(found.get, parts, runs))
-        runs[0] = None  # the first part has no space before it: never a cached " " + part
+        n = len(parts)
+        # Positions of the first few misses (part 0 is handled below); index() scans in C.
         index = runs.index
-        young_get = cache.young.get
-        get_cold = cache.get_cold
-        put = cache.put
-        visited = 0
-        i = 0
-        while True:
-            try:
-                j = index(None, i)
-            except ValueError:
-                break
-            visited += 1
-            part = parts[j]
-            # subtle: parts[j - 1] is an unvisited hit (clean) when j > i; if part j starts
-            # with whitespace the space between them is not safe, so the chunk starts there.
-            start = j - 1 if j > i and (not part or part[0].isspace()) else j
-            end = j + 1
-            while end < n:
-                left = parts[end - 1]
-                right = parts[end]
-                if left and right and not left[-1].isspace() and not right[0].isspace():
-                    break
-                end += 1
-            key: CacheKey
-            if start > 0 and end == start + 1 and (end < n or not parts[start][-1].isspace()):
-                # one clean part between two safe points: the only kind of str key, so the
-                # map() above never returns a chunk whose ends are not safe points
-                key = parts[start]
-                chunk = " " + key
-            else:
-                chunk = " ".join(parts[start:end])
-                if start > 0:
-                    chunk = " " + chunk
-                key = (chunk,)
-            if len(chunk) > MAX_CACHED_CHUNK_CHARS:
-                ids = self._encode_chunk(chunk)
-            else:
-                cached = young_get(key)
-                if cached is None:
-                    cached = get_cold(key)
-                    if cached is None:
-                        cached = self._encode_chunk(chunk)
-                        put(key, cached)
-                ids = cached
-            runs[start] = ids
-            if end > start + 1:
-                runs[start + 1 : end] = [()] * (end - start - 1)
-            i = end
-        cache.record(max(0, n - visited - misses), misses)
+        few: list[int] = []
+        try:
+            j = 0
+            while len(few) < FEW_MISSES:
+                j = index(None, j + 1)
+                few.append(j)
+        except ValueError:
+            pass
+        if len(few) < FEW_MISSES:
+            if few:
+                found = self._fill_misses(Counter([parts[j] for j in few]))
+                for j in few:
+                    runs[j] = found[parts[j]]
+            cache.record(n - 1 - len(few))
+        else:
+            missing = Counter(compress(parts, map(is_, runs, repeat(None))))
+            found = self._fill_misses(missing)
+            # subtle: found.get(part, default) keeps the earlier hit for every other part
+            runs = list(map(found.get, parts, runs))
+            cache.record(n - missing.total())
+        runs[0] = self._first_chunk(parts[0])  # no space before it: a different cache key
         return runs  # type: ignore[return-value]  # every None was replaced above
 
-    def _fill_clean_misses(
-        self, parts: list[str], runs: list[Ids | None]
-    ) -> tuple[dict[str, Ids], int]:
-        """Encode every distinct clean part that missed: ({part: ids}, number encoded).
+    def _first_chunk(self, chunk: str) -> Ids:
+        """Ids of the chunk that starts a segment (cached under a 1-tuple key)."""
+        if len(chunk) > MAX_CACHED_CHUNK_CHARS:
+            return self._encode_chunk(chunk)
+        cache = self._cache
+        key = (chunk,)
+        ids = cache.young.get(key)
+        if ids is None:
+            ids = cache.get_cold(key)
+            if ids is None:
+                ids = self._encode_chunk(chunk)
+                cache.put(key, ids)
+        return ids
+
+    def _fill_misses(self, missing: Counter[str]) -> dict[str, Ids]:
+        """{part: ids of " " + part} for parts that missed the young generation.
 
         Parts found in the old generation are promoted instead of re-encoded. New entries are
         created most frequent first, with fresh key strings: the hot entries then sit next to
         each other in memory, which makes later warm lookups markedly faster (fewer cache
         misses on a dict of 10^5 entries).
         """
-        counts = Counter(compress(parts, map(is_, runs, repeat(None))))
         old_get = self._cache.old.get
         found: dict[str, Ids] = {}
         todo: list[str] = []
-        for part, _ in counts.most_common():
-            if part and not part[0].isspace() and not part[-1].isspace():
-                value = old_get(part)
-                if value is None:
-                    todo.append(part.join(_FRESH))  # subtle: a new str object, allocated now
-                else:
-                    found[part] = value
+        for part, _ in missing.most_common():
+            value = old_get(part)
+            if value is None:
+                todo.append(part.join(_FRESH))  # subtle: a new str object, allocated now
+            else:
+                found[part] = value
+        self._cache.record(0, len(todo))
         if self._findall_ascii is not None:
             ascii_parts = list(filter(str.isascii, todo))
             if ascii_parts:
@@ -568,35 +540,30 @@ class Encoding:
                 self._encode_joined(others, self._findall, found)
         elif todo:
             self._encode_joined(todo, self._findall, found)
-        self._cache.put_many(found)  # type: ignore[arg-type]
-        return found, len(todo)
+        cacheable = found
+        if todo and max(map(len, todo)) > MAX_CACHED_CHUNK_CHARS:
+            cacheable = {k: v for k, v in found.items() if len(k) <= MAX_CACHED_CHUNK_CHARS}
+        self._cache.put_many(cacheable)  # type: ignore[arg-type]  # str keys are CacheKeys
+        return found
 
     def _encode_joined(
         self, parts: list[str], findall: Callable[[str], list[str]], out: dict[str, Ids]
     ) -> None:
-        """Encode " " + part for each clean part with one regex pass over them all."""
-        pieces = findall(" " + " ".join(parts))
-        datas = list(map(str.encode, pieces))
+        """Encode " " + part for many clean parts; the loops over parts and pieces run in C.
+
+        Python code only runs for pretokens that are not a single token (piece cache or BPE).
+        """
+        piece_lists = list(map(findall, map(" ".__add__, parts)))
+        datas = list(map(str.encode, chain.from_iterable(piece_lists)))
         tokens = list(map(self._ids.get, datas))
-        k = 0
-        for part in parts:
-            need = len(part) + 1
-            size = len(pieces[k])
-            if size == need:  # the common case: the chunk is one pretoken
-                token = tokens[k]
-                out[part] = (token,) if token is not None else self._encode_piece(datas[k])
-                k += 1
-                continue
-            acc: list[int] = []
-            while need:
-                token = tokens[k]
-                if token is None:
-                    acc += self._encode_piece(datas[k])
-                else:
-                    acc.append(token)
-                need -= len(pieces[k])
-                k += 1
-            out[part] = tuple(acc)
+        # 1-tuples; the (None,) ones are replaced below
+        values: list[Ids] = list(zip(tokens))  # type: ignore[arg-type]
+        for k in compress(range(len(tokens)), map(is_, tokens, repeat(None))):
+            values[k] = self._encode_piece(datas[k])
+        # regroup: part i takes the next len(piece_lists[i]) values, concatenated
+        shared = iter(values)
+        slices = map(islice, repeat(shared), map(len, piece_lists))
+        out.update(zip(parts, map(tuple, map(chain.from_iterable, slices)), strict=True))
 
     def _encode_piece(self, data: bytes) -> Ids:
         """BPE of one pretoken that is not itself a token, through the cache."""

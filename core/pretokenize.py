@@ -111,6 +111,23 @@ def compile_pattern(pat_str: str) -> Callable[[str], list[str]]:
     return regex.compile(pat_str).findall
 
 
+# A space with a non-whitespace character on both sides. ``re``'s \s (Unicode str patterns)
+# is str.isspace, a superset of White_Space, so this finds a subset of the safe points: fine.
+_SAFE_POINT = re.compile(r" (?=\S)(?<=\S )")
+
+
+def split_at_safe_points(text: str) -> list[str]:
+    """Cut ``text`` at every safe-point space, dropping the space itself.
+
+    Chunk 0 is ``parts[0]``; chunk k > 0 is ``" " + parts[k]``; each chunk's pretokens do not
+    depend on anything outside it.
+
+    >>> split_at_safe_points("a b  c\nd e ")
+    ['a', 'b  c\nd', 'e ']
+    """
+    return _SAFE_POINT.split(text)
+
+
 def last_safe_point(text: str, lo: int = 0) -> int:
     """Index of the last safe-point space in ``text[lo:]`` or -1.
 
