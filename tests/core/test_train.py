@@ -330,6 +330,13 @@ class TestToEncoding:
 # --- progress, cancellation, validation ---------------------------------------------------------
 
 
+def slow_chunks(text: str) -> Iterator[str]:
+    """A stream that takes a moment to arrive, so the count phase lasts a few polls."""
+    for i in range(0, len(text), 8192):
+        time.sleep(0.004)
+        yield text[i : i + 8192]
+
+
 class TestProgressAndCancel:
     def test_progress_reports_each_phase(self, fixtures_dir: Path) -> None:
         calls: list[tuple[str, int, int]] = []
@@ -365,7 +372,7 @@ class TestProgressAndCancel:
             pytest.raises(Cancelled, match=phase),
         ):
             train_bpe(
-                iter([text] * 3), 5000, workers=2, progress=progress, should_stop=should_stop
+                slow_chunks(text * 3), 5000, workers=2, progress=progress, should_stop=should_stop
             )
         assert len(asked_at) == 1
         assert not multiprocessing.active_children()
