@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 from typing import Literal
 
 from tokend.core.encoding import Encoding
+from tokend.core.errors import Cancelled
 from tokend.server import limits
 
 
@@ -87,7 +88,15 @@ class StreamEncoder:
     def __iter__(self) -> Iterator[tuple[list[int], bool]]:
         """Batches of final ids; the last one has ``done`` set (possibly with no ids)."""
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                # subtle: after close() the encoder thread may exit without a last item;
+                # never wait for one that cannot come (a stuck handler thread blocks exit).
+                if (self._closed.is_set() or not self._thread.is_alive()) \
+                        and self._queue.empty():
+                    raise Cancelled("the stream was closed before the text ended") from None
+                continue
             if isinstance(item, BaseException):
                 raise item
             assert isinstance(item, tuple)
