@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 import grpc
 
+from tokend.core.builtins import load_builtin_spec
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput, TokendError, UnknownTokenId
 from tokend.server import limits, metrics
@@ -198,10 +199,13 @@ class TokenizerService(TrainingService):
         return response
 
     def _vocab_size(self, name: str, builtin: bool) -> int:
-        """n_vocab of the latest version (built-ins: of the encoding, loaded on demand)."""
+        """n_vocab of the latest version, without loading anything that is not loaded yet."""
         try:
             if builtin:
-                return int(self.tokenizers.get(name).encoding.n_vocab)
+                loaded = self.tokenizers.loaded().get(name)
+                if loaded is not None:
+                    return int(loaded.n_vocab)
+                return builtin_vocab_size(name)
             manifest = self.tokenizers.registry.manifest(name)
             return int(manifest["n_vocab"])
         except TokendError:
@@ -278,6 +282,17 @@ def special_policy(
             InvalidInput(f"unknown disallowed_mode {mode}"), "special_tokens.disallowed_mode"
         )
     return allowed, disallowed
+
+
+def builtin_vocab_size(name: str) -> int:
+    """n_vocab of a built-in from its JSON description (listing must not load every table).
+
+    Every built-in's ids end with its special tokens or, for p50k/r50k, at its declared
+    ``explicit_n_vocab``; tests compare the result with tiktoken for each built-in.
+    """
+    spec = load_builtin_spec(name)
+    specials = spec.get("special_tokens") or {}
+    return max(int(spec.get("explicit_n_vocab") or 0), max(specials.values(), default=-1) + 1)
 
 
 def token_details(enc: Encoding, ids: Sequence[int]) -> list[pb.TokenDetail]:

@@ -19,7 +19,9 @@ from grpc_status import rpc_status
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokend.core.builtins import list_encoding_names
 from tokend.server import metrics
+from tokend.server.servicer import builtin_vocab_size
 from tokend.v1 import tokenizer_pb2 as pb
 
 TEXTS = [
@@ -377,9 +379,15 @@ class TestCatalog:
     def test_list_has_every_builtin(self, inproc, tiktoken_ref) -> None:
         listed = {t.name: t for t in inproc.stub.ListTokenizers(pb.ListTokenizersRequest())
                   .tokenizers}
-        for name in ("r50k_base", "p50k_base", "cl100k_base", "o200k_base"):
+        for name in ("gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base",
+                     "o200k_base", "o200k_harmony"):
             assert listed[name].builtin
-            assert listed[name].vocab_size == tiktoken_ref(name).n_vocab
+            assert listed[name].vocab_size == tiktoken_ref(name).n_vocab, name
+
+    @pytest.mark.parametrize("name", list_encoding_names())
+    def test_builtin_vocab_size_without_loading(self, tiktoken_ref, name: str) -> None:
+        """The listing's vocab size of a built-in (from its JSON) is tiktoken's n_vocab."""
+        assert builtin_vocab_size(name) == tiktoken_ref(name).n_vocab
 
     def test_get_builtin(self, inproc, tiktoken_ref) -> None:
         manifest = inproc.stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer="gpt-4o")).manifest
