@@ -27,6 +27,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +116,12 @@ class JobStore:
                     out.append(entry.name)
         return out
 
-    def list(self) -> list[Job]:
-        """Every readable job, oldest first."""
+    def list(self, *, skip: AbstractSet[str] = frozenset()) -> list[Job]:
+        """Every readable job (but those in ``skip``), oldest first."""
         jobs = []
         for job_id in self.ids():
+            if job_id in skip:
+                continue
             with contextlib.suppress(UnknownJob, CorruptData):
                 jobs.append(self.read(job_id))
         jobs.sort(key=lambda j: (j.get("created_at", ""), j["job_id"]))

@@ -81,7 +81,7 @@ class JobRunner:
             if code is not None:  # reaped here; the status is kept for the failure reason
                 del self._children[job_id]
                 self._exit_codes[job_id] = code
-        jobs = self.store.list()
+        jobs = self.store.list(skip=self._seen_terminal)  # a finished job never changes
         running = 0
         for job in jobs:
             if job["state"] == RUNNING:

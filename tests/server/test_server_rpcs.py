@@ -15,6 +15,7 @@ import grpc
 import pytest
 import tiktoken
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from tokend.core.builtins import list_encoding_names
 from tokend.server import metrics
 from tokend.server.servicer import builtin_vocab_size
 from tokend.v1 import tokenizer_pb2 as pb
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
 TEXTS = [
     "hello world",
@@ -462,3 +464,37 @@ class TestCallHandling:
         assert metric_value("tokend_tokens_encoded_total", method="Encode") == tokens + 3
         assert b"tokend_rpc_seconds_bucket" in metrics.render()
 
+
+
+class TestDraining:
+    def test_drain_finishes_in_flight_and_refuses_new_calls(self, fresh_server,
+                                                           tiktoken_ref) -> None:
+        """drain(): health NOT_SERVING, new calls UNAVAILABLE, the in-flight stream completes."""
+        server = fresh_server()
+        outbox: queue.Queue[pb.EncodeStreamRequest | None] = queue.Queue()
+
+        def requests() -> Iterator[pb.EncodeStreamRequest]:
+            while (item := outbox.get()) is not None:
+                yield item
+
+        head = "in flight while draining. " * 4000
+        outbox.put(pb.EncodeStreamRequest(tokenizer="cl100k_base", text=head))
+        outbox.put(pb.EncodeStreamRequest(text=" more"))
+        call = server.stub.EncodeStream(requests(), timeout=30)
+        ids = list(next(call).ids)
+        watcher = health_pb2_grpc.HealthStub(server.channel).Watch(
+            health_pb2.HealthCheckRequest(service=""), timeout=30)
+        assert next(watcher).status == health_pb2.HealthCheckResponse.SERVING
+        draining = threading.Thread(target=server.server.drain, args=(20,))
+        draining.start()
+        assert next(watcher).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        with grpc.insecure_channel(server.target) as fresh:
+            err = rpc_error(lambda: pb_grpc.TokenizerServiceStub(fresh).Encode(
+                pb.EncodeRequest(tokenizer="gpt2", texts=["x"]), timeout=5))
+        assert err.code() == grpc.StatusCode.UNAVAILABLE
+        outbox.put(pb.EncodeStreamRequest(text=" end"))
+        outbox.put(None)
+        ids += [i for m in call for i in m.ids]
+        assert ids == tiktoken_ref("cl100k_base").encode(head + " more end")
+        draining.join(30)
+        assert not draining.is_alive()

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -244,6 +245,12 @@ class TestRealJobs:
         manifest = Registry(tokend_server.registry).manifest("loadtok@1")
         assert manifest["training"]["job_id"] == job.job_id
         assert manifest["corpus"]["bytes"] == len(corpus)
+        url = f"http://127.0.0.1:{tokend_server.metrics_port}/metrics"
+        deadline = time.monotonic() + 10
+        while 'tokend_train_jobs_total{state="succeeded"}' not in \
+                urllib.request.urlopen(url, timeout=10).read().decode():
+            assert time.monotonic() < deadline, "no train job metric"
+            time.sleep(0.1)
 
     def test_jobs_look_the_same_from_every_worker(self, tokend_server, fixtures_dir) -> None:
         """Job state lives on disk: new connections (spread over workers) all see the job."""
