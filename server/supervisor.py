@@ -50,6 +50,16 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return sock
 
 
+def check_files(config: ServerConfig) -> None:
+    """Refuse to start with a TLS file that cannot be read or a --train-dir that is no folder."""
+    for flag, path in (("--tls-cert", config.tls_cert), ("--tls-key", config.tls_key),
+                       ("--tls-client-ca", config.tls_client_ca)):
+        if path is not None and not (path.is_file() and os.access(path, os.R_OK)):
+            raise OSError(f"{flag} {path}: not a readable file")
+    if config.train_dir is not None and not config.train_dir.is_dir():
+        raise OSError(f"--train-dir {config.train_dir}: not a directory")
+
+
 def format_target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -90,22 +100,29 @@ class Supervisor:
 
     def run(self) -> int:
         config = self.config
+        check_files(config)
         Registry(config.registry)  # creates it if missing; fails early if it is unusable
         store = JobStore(config.jobs_dir)
         reserved = reserve_port(config.host, config.port)
         self.port = reserved.getsockname()[1]
+        metrics_server = None
+        metrics_port = 0
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_signal)
         try:
+            if config.metrics_port:  # before the workers: a taken port fails fast
+                try:
+                    metrics_server, metrics_port = metrics.start_metrics_server(
+                        config.host, config.metrics_port
+                    )
+                except OSError as exc:
+                    raise OSError(
+                        f"cannot serve /metrics on {config.host}:{config.metrics_port}: "
+                        f"{exc.strerror} (choose another --metrics-port, or 0 to disable)"
+                    ) from None
             for slot in range(config.workers):
                 self._spawn(slot)
             self._wait_ready(config.workers)
-            metrics_server = None
-            metrics_port = 0
-            if config.metrics_port:
-                metrics_server, metrics_port = metrics.start_metrics_server(
-                    config.host, config.metrics_port
-                )
             runner = JobRunner(
                 store, config.registry, concurrency=config.train_concurrency,
                 train_workers=config.train_workers,
@@ -123,12 +140,12 @@ class Supervisor:
             self._watch()
             self._shutdown()
             runner.stop()
-            if metrics_server is not None:
-                metrics_server.shutdown()
         finally:
             for process in self.workers.values():
                 if process.is_alive():
                     process.kill()
+            if metrics_server is not None:
+                metrics_server.shutdown()
             reserved.close()
         log_event("exited", target=format_target(config.host, self.port))
         return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -273,6 +274,25 @@ class TestCommandLine:
                                 check=False, capture_output=True, text=True, timeout=60)
         assert result.returncode == 2
         assert needle in result.stderr
+
+    def test_unusable_files_and_ports_exit_1_with_a_reason(self, tmp_path: Path) -> None:
+        """Missing TLS files, a missing --train-dir or a taken metrics port stop start-up."""
+        missing = str(tmp_path / "missing.pem")
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = str(taken.getsockname()[1])
+            for args, needle in (
+                (["--tls-cert", missing, "--tls-key", missing], "--tls-cert"),
+                (["--train-dir", str(tmp_path / "nope")], "--train-dir"),
+                (["--metrics-port", port], port),
+            ):
+                result = subprocess.run(
+                    [sys.executable, "-m", "tokend.cli", "serve", "--port", "0",
+                     "--registry", str(tmp_path / "reg"), *args],
+                    check=False, capture_output=True, text=True, timeout=60)
+                assert result.returncode == 1, result.stderr
+                assert needle in result.stderr
 
     def test_env_settings_are_read(self, tmp_path: Path) -> None:
         """TOKEND_* variables configure the server when no flag is given."""
