@@ -220,15 +220,15 @@ def table(results: list[Measurement]) -> str:
         "| baseline p50 / p99 ms | p99 ratio | errors |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for rpc in RPCS:
-        for size in SIZES:
-            t = by_key[("tokend", rpc, size)]
-            b = by_key[("baseline", rpc, size)]
-            lines.append(
-                f"| {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
-                f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
-                f"| {t.p99_ms / b.p99_ms:.2f}x | {t.errors} / {b.errors} |"
-            )
+    cells = dict.fromkeys((m.rpc, m.size) for m in results)
+    for rpc, size in cells:
+        t = by_key[("tokend", rpc, size)]
+        b = by_key[("baseline", rpc, size)]
+        lines.append(
+            f"| {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
+            f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
+            f"| {t.p99_ms / b.p99_ms:.2f}x | {t.errors} / {b.errors} |"
+        )
     return "\n".join(lines)
 
 
@@ -251,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         default=2,
         help="runs per cell per server, alternating order; results pooled",
     )
+    parser.add_argument("--rpc", choices=RPCS, action="append", help="only this RPC (repeatable)")
+    parser.add_argument("--size", choices=SIZES, action="append", help="only this text size")
     args = parser.parse_args(argv)  # fmt: skip
+    rpcs = args.rpc or list(RPCS)
+    sizes = args.size or list(SIZES)
 
     texts = {size: make_texts(n, args.texts) for size, n in SIZES.items()}
     results: list[Measurement] = []
@@ -268,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_serving(f"127.0.0.1:{port}")
         ctx = multiprocessing.get_context("spawn")
         pool = stack.enter_context(ctx.Pool(args.clients))
-        for rpc in RPCS:
-            for size in SIZES:
+        for rpc in rpcs:
+            for size in sizes:
                 samples: dict[str, list[Sample]] = {"tokend": [], "baseline": []}
                 for rep in range(args.repeat):
                     # Alternate who goes first, so neither always runs on a warmer machine.
