@@ -260,6 +260,26 @@ class TestLifecycle:
         served.wait_event("exited", timeout=5)
 
 
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+class TestOrphans:
+    def test_workers_stop_when_the_supervisor_is_killed(self, tokend_factory) -> None:
+        """SIGKILL of the supervisor: its workers notice, drain and exit."""
+        served = tokend_factory(workers=2)
+        pids = served.wait_event("serving")["pids"]
+        served.process.kill()
+        served.process.wait(10)
+        wait_until(lambda: not any(process_alive(pid) for pid in pids), timeout=20,
+                   what="orphaned workers to exit")
+
+
 class TestCommandLine:
     @pytest.mark.parametrize(
         ("args", "needle"),
