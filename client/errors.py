@@ -81,7 +81,11 @@ class InvalidArgument(RemoteError, core.InvalidInput):
 
 
 class ResourceExhausted(RemoteError, core.LimitExceeded):
-    """RESOURCE_EXHAUSTED: over a size, batch or job limit (the message names the limit)."""
+    """RESOURCE_EXHAUSTED: over a size, batch or job limit (the message names the limit).
+
+    Only the message crosses the wire: LimitExceeded's ``what``/``value``/``limit`` attributes
+    are not set on this remote form; read ``details`` (or ``violations`` for the field).
+    """
 
 
 class AlreadyExistsError(RemoteError, core.AlreadyExists):
