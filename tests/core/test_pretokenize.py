@@ -1,0 +1,97 @@
+"""Safe points and the ASCII fast path of pretokenization."""
+
+from __future__ import annotations
+
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core.pretokenize import (
+    ASCII_PATTERNS,
+    CHUNKABLE_PATTERNS,
+    compile_ascii_pattern,
+    compile_pattern,
+    is_chunkable,
+    last_safe_point,
+    split_at_safe_points,
+)
+
+ASCII_PIECES = [" ", "  ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "'", "/"]
+ASCII_PIECES += ["'s", "'S", "'ll", "'LL", "'Re", "'d", "a", "Z", "abc", "ABC", "AbC", "9", "123"]
+ascii_text = st.lists(
+    st.one_of(st.sampled_from(ASCII_PIECES), st.text(st.characters(max_codepoint=127), max_size=3)),
+    max_size=30,
+).map("".join)
+unicode_text = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "  ", "\n", "\u00a0", "\u3000", "\x1c", "a", "é", "日"]),
+        st.text(max_size=4),
+    ),
+    max_size=30,
+).map("".join)
+
+
+def is_safe_point(text: str, i: int) -> bool:
+    """The definition: a space whose neighbours are both non-whitespace."""
+    return (
+        0 < i < len(text) - 1
+        and text[i] == " "
+        and not text[i - 1].isspace()
+        and not text[i + 1].isspace()
+    )
+
+
+class TestAsciiPatterns:
+    """The stdlib-re ASCII patterns split ASCII text exactly like the regex originals."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(text=ascii_text)
+    def test_same_pretokens(self, text: str) -> None:
+        """Every chunkable pattern has an ASCII twin giving the same pretokens."""
+        assert set(ASCII_PATTERNS) == set(CHUNKABLE_PATTERNS)
+        for pattern in CHUNKABLE_PATTERNS:
+            fast = compile_ascii_pattern(pattern)
+            assert fast is not None
+            assert fast(text) == compile_pattern(pattern)(text), repr(pattern)
+
+    def test_custom_pattern_has_no_twin(self) -> None:
+        """Unknown patterns are neither chunkable nor given an ASCII twin."""
+        assert not is_chunkable(r"\w+|\s+")
+        assert compile_ascii_pattern(r"\w+|\s+") is None
+
+
+class TestSafePoints:
+    """split_at_safe_points cuts exactly at safe points, and chunks encode independently."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(text=unicode_text)
+    def test_split_matches_definition(self, text: str) -> None:
+        """Rejoining with spaces restores the text; each cut is a safe point."""
+        parts = split_at_safe_points(text)
+        assert " ".join(parts) == text
+        cuts = []
+        position = 0
+        for part in parts[:-1]:
+            position += len(part)
+            cuts.append(position)
+            position += 1
+        assert cuts == [i for i in range(len(text)) if is_safe_point(text, i)]
+
+    @settings(max_examples=300, deadline=None)
+    @given(text=unicode_text)
+    def test_chunks_pretokenize_independently(self, text: str) -> None:
+        """For every chunkable pattern, pretokens of the chunks concatenate to the whole's."""
+        parts = split_at_safe_points(text)
+        chunks = [parts[0]] + [" " + part for part in parts[1:]]
+        for pattern in CHUNKABLE_PATTERNS:
+            findall = regex.compile(pattern).findall
+            assert [p for chunk in chunks for p in findall(chunk)] == findall(text)
+
+    @settings(max_examples=200, deadline=None)
+    @given(text=unicode_text, lo=st.integers(0, 40))
+    def test_last_safe_point(self, text: str, lo: int) -> None:
+        """last_safe_point finds the last safe point at or after lo."""
+        expected = max(
+            (i for i in range(max(lo, 1), len(text)) if is_safe_point(text, i)), default=-1
+        )
+        assert last_safe_point(text, lo) == expected
