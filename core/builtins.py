@@ -175,6 +175,11 @@ def get_encoding(name: str) -> Encoding:
     return encoding
 
 
+def is_shared_builtin(encoding: Encoding) -> bool:
+    """True for the instance :func:`get_encoding` hands out (pickled by name)."""
+    return _encodings.get(encoding.name) is encoding
+
+
 def encoding_name_for_model(model_name: str) -> str:
     """The encoding a model uses: exact names first, then known prefixes (tiktoken's table).
 

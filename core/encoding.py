@@ -105,6 +105,8 @@ class Encoding:
         decoder: dict[int, bytes] = {token_id: s.encode() for s, token_id in special_tokens.items()}
         if extra_decoder:
             decoder.update(extra_decoder)
+        self._extra_decoder = dict(extra_decoder or {})
+        self._explicit_n_vocab = explicit_n_vocab
         decoder.update((token_id, token) for token, token_id in ids.items())
         self._decoder = decoder  # id -> bytes; a mergeable id wins over a special, as in tiktoken
         self.max_token_value = max(decoder)
@@ -201,6 +203,34 @@ class Encoding:
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
+
+    def __getstate__(self) -> object:
+        """Pickle the tables, not the cache or its lock (a built-in pickles as its name)."""
+        from tokend.core import builtins  # noqa: PLC0415 (builtins imports this module)
+
+        if builtins.is_shared_builtin(self):
+            return self.name
+        return {
+            "name": self.name,
+            "pat_str": self._pat_str,
+            "ranks": self._ranks,
+            "ids": self._ids,
+            "special_tokens": self._special_tokens,
+            "explicit_n_vocab": self._explicit_n_vocab,
+            "cache_entries": self._cache.info().max_entries,
+            "extra_decoder": self._extra_decoder,
+        }
+
+    def __setstate__(self, state: object) -> None:
+        from tokend.core import builtins  # noqa: PLC0415 (builtins imports this module)
+
+        if isinstance(state, str):
+            self.__dict__ = builtins.get_encoding(state).__dict__
+            return
+        if not isinstance(state, dict):
+            raise TypeError(f"cannot unpickle an Encoding from {type(state).__name__}")
+        name = state.pop("name")
+        self._setup(name, **state)
 
     # ----------------------------------------------------------------------------- properties
 

@@ -345,3 +345,21 @@ class TestThreads:
         info = enc.cache_info()
         assert info.entries <= 512
         assert info.evictions > 0
+
+
+class TestPickle:
+    """Encodings survive pickling (for process pools), built-ins by name."""
+
+    def test_pickle_roundtrip(self) -> None:
+        """A built-in unpickles to the shared instance; a custom one to an equal encoder."""
+        import pickle
+
+        builtin = get_encoding("cl100k_base")
+        assert pickle.loads(pickle.dumps(builtin)).__dict__ is builtin.__dict__
+        assert pickle.loads(pickle.dumps(builtin)).encode("hi there") == builtin.encode("hi there")
+        custom = fresh("r50k_base", cache_entries=100)
+        custom.encode("warm the cache")
+        clone = pickle.loads(pickle.dumps(custom))
+        assert clone.encode("hello world  again") == custom.encode("hello world  again")
+        assert clone.cache_info().max_entries == 100
+        assert clone.n_vocab == custom.n_vocab
