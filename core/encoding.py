@@ -579,9 +579,10 @@ class Encoding:
     def _encode_joined(
         self, parts: list[str], findall: Callable[[str], list[str]], out: dict[str, Ids]
     ) -> None:
-        """Encode " " + part for many clean parts; the loops over parts and pieces run in C.
+        """Encode " " + part for many chunk parts; the loops over parts and pieces run in C.
 
-        Python code only runs for pretokens that are not a single token (piece cache or BPE).
+        ``findall`` is applied to each chunk on its own; Python code only runs for pretokens
+        that are not a single token (piece cache or BPE).
         """
         piece_lists = list(map(findall, map(" ".__add__, parts)))
         datas = list(map(str.encode, chain.from_iterable(piece_lists)))
