@@ -488,6 +488,7 @@ class TestDraining:
         draining = threading.Thread(target=server.server.drain, args=(20,))
         draining.start()
         assert next(watcher).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        watcher.cancel()  # an open Watch would keep the drain waiting for its whole grace
         with grpc.insecure_channel(server.target) as fresh:
             err = rpc_error(lambda: pb_grpc.TokenizerServiceStub(fresh).Encode(
                 pb.EncodeRequest(tokenizer="gpt2", texts=["x"]), timeout=5))
