@@ -125,7 +125,8 @@ class TestEveryRpc:
 class TestHotReload:
     def test_new_versions_and_alias_moves_without_restart(self, tokend_server,
                                                           fixtures_dir) -> None:
-        """Publishing a version or moving an alias changes what every worker serves."""
+        """Publishing a version, moving an alias or deleting a version changes what every
+        worker serves."""
         registry = tokend_server.registry
         corpus = (fixtures_dir / "corpora" / "corpus.en").read_text()
         text = corpus[:3000]
@@ -150,6 +151,20 @@ class TestHotReload:
             wait_until(lambda: all_serve("hot@stable", v1), what="alias stable -> 1")
             Registry(registry).set_alias("hot", "stable", 2)
             wait_until(lambda: all_serve("hot@stable", v2), what="alias stable -> 2")
+            assert all_serve(v1, v1)  # every worker now serves "hot@1" from its table
+            Registry(registry).delete(v1)
+
+            def all_gone() -> bool:
+                codes = []
+                for _, stub in channels:
+                    try:
+                        stub.Encode(pb.EncodeRequest(tokenizer=v1, texts=[text]))
+                        codes.append(grpc.StatusCode.OK)
+                    except grpc.RpcError as exc:
+                        codes.append(exc.code())
+                return set(codes) == {grpc.StatusCode.NOT_FOUND}
+
+            wait_until(all_gone, what="a deleted version to stop being served")
         finally:
             for channel, _ in channels:
                 channel.close()
