@@ -148,7 +148,7 @@ class TokendInterceptor(_Interceptor):
                 code = _code_of(exc, context)
                 self._fail(method, context, exc, rid, code)
             finally:
-                _record(method, code, start)
+                _record(method, code, start, rid)
 
         return wrapped
 
@@ -161,7 +161,7 @@ class TokendInterceptor(_Interceptor):
 
             def record(final: grpc.StatusCode) -> None:
                 if recorded.acquire(blocking=False):  # once: by the finally or the callback
-                    _record(method, final, start)
+                    _record(method, final, start, rid)
 
             # subtle: when the client cancels while this generator waits at a `yield`, gRPC
             # never resumes it, so the `finally` below would only run at garbage collection.
@@ -210,9 +210,13 @@ def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def _record(method: str, code: grpc.StatusCode, start: float) -> None:
+def _record(method: str, code: grpc.StatusCode, start: float, rid: str) -> None:
+    seconds = time.perf_counter() - start
     metrics.RPCS.labels(method, code.name).inc()
-    metrics.RPC_SECONDS.labels(method).observe(time.perf_counter() - start)
+    metrics.RPC_SECONDS.labels(method).observe(seconds)
+    # An access log line per call only at DEBUG (--log-level DEBUG): calls are not events.
+    log_event("rpc", level=logging.DEBUG, method=method, code=code.name,
+              ms=round(seconds * 1000, 3), request_id=rid)
 
 
 def _format_exc(exc: BaseException) -> str:
