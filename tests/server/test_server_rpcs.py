@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import json
 import queue
 import random
 import string
@@ -21,6 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.builtins import list_encoding_names
+from tokend.core.registry import Registry
+from tokend.core.train import train_bpe
 from tokend.server import metrics
 from tokend.server.servicer import builtin_vocab_size
 from tokend.v1 import tokenizer_pb2 as pb
@@ -399,6 +402,36 @@ class TestCatalog:
         assert manifest.vocab_size == ref.n_vocab
         assert dict(manifest.special_tokens) == ref._special_tokens
         assert manifest.pattern == ref._pat_str
+
+    def test_get_and_list_a_trained_version(self, fresh_server, fixtures_dir) -> None:
+        """The manifest of a registry version: ref, hashes, training parameters, aliases."""
+        server = fresh_server()
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_text()
+        result = train_bpe(iter([corpus]), 300, ["<|endoftext|>"])
+        registry = Registry(server.config.registry)
+        for _ in range(2):
+            registry.publish("mine", ranks=result.mergeable_ranks(), pat_str=result.pattern,
+                             special_tokens=result.special_tokens,
+                             training={"vocab_size": 300}, corpus={"bytes": len(corpus)})
+        registry.set_alias("mine", "stable", 1)
+        manifest = server.stub.GetTokenizer(
+            pb.GetTokenizerRequest(tokenizer="mine@stable")).manifest
+        on_disk = registry.manifest("mine@1")
+        assert (manifest.name, manifest.version, manifest.ref, manifest.builtin) == (
+            "mine", 1, "mine@1", False)
+        assert manifest.vocab_size == on_disk["n_vocab"] == 300
+        assert manifest.pattern == result.pattern
+        assert dict(manifest.special_tokens) == result.special_tokens
+        assert dict(manifest.sha256) == {f: i["sha256"] for f, i in on_disk["files"].items()}
+        assert json.loads(manifest.training_json) == {"training": {"vocab_size": 300},
+                                                      "corpus": {"bytes": len(corpus)}}
+        assert manifest.created_at == on_disk["created_at"]
+        assert list(manifest.versions) == [1, 2] and dict(manifest.aliases) == {"stable": 1}
+        listed = {t.name: t for t in server.stub.ListTokenizers(
+            pb.ListTokenizersRequest()).tokenizers}
+        mine = listed["mine"]
+        assert (mine.builtin, list(mine.versions), mine.latest_version, dict(mine.aliases),
+                mine.vocab_size) == (False, [1, 2], 2, {"stable": 1}, 300)
 
     def test_get_unknown(self, inproc) -> None:
         err = rpc_error(lambda: inproc.stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer="zz")))
