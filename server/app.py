@@ -7,6 +7,7 @@ port 0; ``worker.py`` runs it in each process started by the supervisor.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass, field
 
@@ -57,8 +58,12 @@ class TokendServer:
         self._stopped.set()
         grace = self.config.grace_seconds if grace is None else grace
         self.health.enter_graceful_shutdown()  # every service NOT_SERVING, sticky
+        end_health_watches(self.health)
         self.state.start_draining()
         log_event("draining", port=self.port, grace_seconds=grace)
+        # subtle: a call that reaches a server inside stop() may be CANCELLED by gRPC, which
+        # clients do not retry; during this window new calls get a retryable UNAVAILABLE.
+        time.sleep(min(self.config.drain_delay_seconds, grace))
         self.server.stop(grace).wait()
         self.tokenizers.stop()
         log_event("stopped", port=self.port)
@@ -71,6 +76,24 @@ class TokendServer:
             CACHE_MISSES.labels(ref).set(info.misses)
             CACHE_EVICTIONS.labels(ref).set(info.evictions)
             CACHE_ENTRIES.labels(ref).set(info.entries)
+
+
+def end_health_watches(servicer: health.HealthServicer) -> None:
+    """Close every Health.Watch stream (after it was sent NOT_SERVING).
+
+    A watch is an RPC like any other: left open, it would hold the drain for its whole grace
+    period, and gRPC clients doing client-side health checking keep one per connection.
+    Sending ``None`` to a watch's callback ends it (grpc_health's own close path); the
+    registry of callbacks is private, so a grpc_health without it is left alone.
+    """
+    lock = getattr(servicer, "_lock", None)
+    callbacks = getattr(servicer, "_send_response_callbacks", None)
+    if lock is None or not isinstance(callbacks, dict):
+        return
+    with lock:
+        watches = [cb for per_service in callbacks.values() for cb in list(per_service)]
+    for callback in watches:
+        callback(None)
 
 
 def grpc_options(config: ServerConfig, *, reuse_port: bool) -> list[tuple[str, int]]:

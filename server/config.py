@@ -50,6 +50,9 @@ class ServerConfig:
     train_concurrency: int = 1  # training processes running at once
     train_workers: int = 1  # counting processes per training job
     grace_seconds: float = 10.0  # SIGTERM: how long in-flight RPCs get to finish
+    # SIGTERM: how long new calls get UNAVAILABLE (retryable) before the listener closes, so
+    # clients and load balancers see NOT_SERVING and go elsewhere.
+    drain_delay_seconds: float = 0.5
     reload_seconds: float = 0.5  # how often workers poll the registry for new versions
     log_level: str = "INFO"
 
@@ -79,8 +82,10 @@ class ServerConfig:
             raise ValueError("--tls-cert and --tls-key go together: give both or neither")
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ValueError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
-        if self.grace_seconds < 0 or self.reload_seconds <= 0:
-            raise ValueError("--grace-seconds must be >= 0 and --reload-seconds > 0")
+        if self.grace_seconds < 0 or self.drain_delay_seconds < 0 or self.reload_seconds <= 0:
+            raise ValueError(
+                "--grace-seconds and --drain-delay-seconds must be >= 0, --reload-seconds > 0"
+            )
 
     @property
     def jobs_dir(self) -> Path:
@@ -117,6 +122,8 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("train_concurrency", "TOKEND_TRAIN_CONCURRENCY", int, "training processes at once"),
     ("train_workers", "TOKEND_TRAIN_WORKERS", int, "counting processes per training job"),
     ("grace_seconds", "TOKEND_GRACE_SECONDS", float, "SIGTERM grace period for in-flight RPCs"),
+    ("drain_delay_seconds", "TOKEND_DRAIN_DELAY_SECONDS", float,
+     "SIGTERM: seconds of UNAVAILABLE for new calls before the listener closes"),
     ("reload_seconds", "TOKEND_RELOAD_SECONDS", float, "registry polling interval"),
     ("log_level", "TOKEND_LOG_LEVEL", str, "DEBUG, INFO, WARNING or ERROR"),
 )

@@ -502,8 +502,9 @@ class TestCallHandling:
 class TestDraining:
     def test_drain_finishes_in_flight_and_refuses_new_calls(self, fresh_server,
                                                            tiktoken_ref) -> None:
-        """drain(): health NOT_SERVING, new calls UNAVAILABLE, the in-flight stream completes."""
-        server = fresh_server()
+        """drain(): health NOT_SERVING and watches closed, new calls UNAVAILABLE, the in-flight
+        stream completes."""
+        server = fresh_server(drain_delay_seconds=3.0)
         outbox: queue.Queue[pb.EncodeStreamRequest | None] = queue.Queue()
 
         def requests() -> Iterator[pb.EncodeStreamRequest]:
@@ -521,11 +522,13 @@ class TestDraining:
         draining = threading.Thread(target=server.server.drain, args=(20,))
         draining.start()
         assert next(watcher).status == health_pb2.HealthCheckResponse.NOT_SERVING
-        watcher.cancel()  # an open Watch would keep the drain waiting for its whole grace
+        # The watch is closed by the server, not left open to hold the drain for its grace.
+        assert list(watcher) == []
         with grpc.insecure_channel(server.target) as fresh:
             err = rpc_error(lambda: pb_grpc.TokenizerServiceStub(fresh).Encode(
                 pb.EncodeRequest(tokenizer="gpt2", texts=["x"]), timeout=5))
         assert err.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in err.details()  # refused by the draining worker, retryable
         outbox.put(pb.EncodeStreamRequest(text=" end"))
         outbox.put(None)
         ids += [i for m in call for i in m.ids]
