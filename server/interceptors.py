@@ -1,8 +1,8 @@
 """One server interceptor for every tokend RPC: request ids, auth, draining, errors, metrics.
 
 Around each call it
-- reads ``x-request-id`` from the metadata (or makes one) and echoes it in the initial and the
-  trailing metadata, so a client can quote it and the logs can be searched for it;
+- reads ``x-request-id`` from the metadata (or makes one) and echoes it in the trailing
+  metadata (streams: also the initial), so a client can quote it and the logs can be searched;
 - refuses new work while the worker drains (UNAVAILABLE), and checks the admin token
   (``authorization: Bearer <token>``) on the admin methods;
 - turns a ``TokendError`` into its status code (errors.py) and any other exception into
@@ -85,6 +85,7 @@ class TokendInterceptor(_Interceptor):
     def __init__(self, state: ServerState, *, admin_token: str | None) -> None:
         self.state = state
         self.admin_token = admin_token
+        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}  # path -> (original, ours)
 
     def intercept_service(
         self,
@@ -95,7 +96,15 @@ class TokendInterceptor(_Interceptor):
         method_path: str = handler_call_details.method
         if handler is None or not method_path.startswith(SERVICE_PREFIX):
             return handler
-        method = method_path[len(SERVICE_PREFIX) :]
+        # The service's handlers never change, so each method is wrapped once, not per call.
+        cached = self._wrapped.get(method_path)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap_handler(method_path[len(SERVICE_PREFIX) :], handler)
+        self._wrapped[method_path] = (handler, wrapped)
+        return wrapped
+
+    def _wrap_handler(self, method: str, handler: _Handler) -> _Handler:
         kwargs = {
             "request_deserializer": handler.request_deserializer,
             "response_serializer": handler.response_serializer,
@@ -119,9 +128,14 @@ class TokendInterceptor(_Interceptor):
 
     # -- wrappers -------------------------------------------------------------------------
 
-    def _before(self, method: str, context: grpc.ServicerContext) -> str:
+    def _before(
+        self, method: str, context: grpc.ServicerContext, *, streaming: bool = False
+    ) -> str:
         rid = request_id(context)
-        context.send_initial_metadata(((REQUEST_ID_KEY, rid),))
+        if streaming:
+            # A stream's caller may want the id before the stream ends. (Not for unary
+            # calls: a separate initial-metadata send costs a round of gRPC work per call.)
+            context.send_initial_metadata(((REQUEST_ID_KEY, rid),))
         context.set_trailing_metadata(((REQUEST_ID_KEY, rid),))
         if self.state.draining:
             raise Unavailable("the server is shutting down; retry on another instance")
@@ -168,7 +182,7 @@ class TokendInterceptor(_Interceptor):
             # The termination callback records the call then (it is a no-op after a finish).
             context.add_callback(lambda: record(grpc.StatusCode.CANCELLED))
             try:
-                rid = self._before(method, context)
+                rid = self._before(method, context, streaming=True)
                 yield from behavior(request, context)
             except Exception as exc:
                 code = _code_of(exc, context)
@@ -210,10 +224,20 @@ def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+_counters: dict[tuple[str, grpc.StatusCode], Any] = {}  # label children, looked up once
+_histograms: dict[str, Any] = {}
+
+
 def _record(method: str, code: grpc.StatusCode, start: float, rid: str) -> None:
     seconds = time.perf_counter() - start
-    metrics.RPCS.labels(method, code.name).inc()
-    metrics.RPC_SECONDS.labels(method).observe(seconds)
+    counter = _counters.get((method, code))
+    if counter is None:
+        counter = _counters.setdefault((method, code), metrics.RPCS.labels(method, code.name))
+    counter.inc()
+    histogram = _histograms.get(method)
+    if histogram is None:
+        histogram = _histograms.setdefault(method, metrics.RPC_SECONDS.labels(method))
+    histogram.observe(seconds)
     # An access log line per call only at DEBUG (--log-level DEBUG): calls are not events.
     log_event("rpc", level=logging.DEBUG, method=method, code=code.name,
               ms=round(seconds * 1000, 3), request_id=rid)

@@ -440,18 +440,23 @@ class TestCatalog:
 
 class TestCallHandling:
     def test_request_id_is_echoed(self, inproc) -> None:
-        """A caller's x-request-id comes back in initial and trailing metadata, also on errors."""
+        """A caller's x-request-id comes back in the trailing metadata (streams: also the
+        initial), also on errors."""
         _, call = inproc.stub.Encode.with_call(
             pb.EncodeRequest(tokenizer="gpt2", texts=["x"]), metadata=[("x-request-id", "abc-1")])
-        assert ("x-request-id", "abc-1") in [tuple(m) for m in call.initial_metadata()]
         assert ("x-request-id", "abc-1") in [tuple(m) for m in call.trailing_metadata()]
+        stream = inproc.stub.EncodeStream(stream_requests("gpt2", ["a b"]),
+                                          metadata=[("x-request-id", "abc-3")])
+        assert ("x-request-id", "abc-3") in [tuple(m) for m in stream.initial_metadata()]
+        assert list(stream)[-1].done
+        assert ("x-request-id", "abc-3") in [tuple(m) for m in stream.trailing_metadata()]
         err = rpc_error(lambda: inproc.stub.Encode(
             pb.EncodeRequest(tokenizer="nope", texts=["x"]), metadata=[("x-request-id", "abc-2")]))
         assert ("x-request-id", "abc-2") in [tuple(m) for m in err.trailing_metadata()]
 
     def test_request_id_is_made_when_missing(self, inproc) -> None:
         _, call = inproc.stub.Encode.with_call(pb.EncodeRequest(tokenizer="gpt2", texts=["x"]))
-        ids = [m.value for m in call.initial_metadata() if m.key == "x-request-id"]
+        ids = [m.value for m in call.trailing_metadata() if m.key == "x-request-id"]
         assert len(ids) == 1 and len(ids[0]) == 32
 
     def test_deadline_stops_a_batch(self, inproc) -> None:
