@@ -254,9 +254,11 @@ def special_policy(
 
     Unknown special token names are refused (a typo must not silently change the ids).
     """
-    known = enc.special_tokens_set
     for field in ("allowed", "disallowed"):
         names: Sequence[str] = getattr(policy, field)
+        if not names:
+            continue
+        known = enc.special_tokens_set
         for i, name in enumerate(names):
             if name not in known:
                 raise with_field(
