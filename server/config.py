@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 import platformdirs
@@ -134,12 +134,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = {f.name: f for f in fields(ServerConfig)}
     for name, env, kind, help_text in _SETTINGS:
         assert name in defaults, name  # programming error, not user input
+        default = defaults[name].default
+        shown = "" if default is MISSING or default is None or "default" in help_text \
+            else f" (default {default})"
         parser.add_argument(
             "--" + name.replace("_", "-"),
             dest=name,
             type=kind,
             default=None,
-            help=f"{help_text} [env {env}]",
+            help=f"{help_text}{shown} [env {env}]",
         )
 
 
