@@ -18,6 +18,7 @@ import grpc
 from tokend.core.builtins import load_builtin_spec
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput, TokendError, UnknownTokenId
+from tokend.core.pretokenize import is_chunkable
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -98,12 +99,17 @@ class TokenizerService(TrainingService):
         served = self._served(first.tokenizer)
         allowed, disallowed = special_policy(first.special_tokens, served.encoding, default="all")
         chunks = _texts(first, request_iterator)
+        max_bytes, flag = self.config.max_stream_bytes, "--max-stream-bytes"
+        if not streams_in_bounded_memory(served.encoding):
+            # The encoder must hold the whole text: bound it like one text of Encode.
+            max_bytes, flag = min(max_bytes, self.config.max_text_bytes), "--max-text-bytes"
         stream = StreamEncoder(
             served.encoding,
             chunks,
             allowed_special=allowed,
             disallowed_special=disallowed,
-            max_bytes=self.config.max_stream_bytes,
+            max_bytes=max_bytes,
+            flag=flag,
         )
         context.add_callback(stream.close)  # the client may vanish while we wait for input
         count = 0
@@ -284,6 +290,15 @@ def special_policy(
             InvalidInput(f"unknown disallowed_mode {mode}"), "special_tokens.disallowed_mode"
         )
     return allowed, disallowed
+
+
+def streams_in_bounded_memory(enc: Encoding) -> bool:
+    """Whether ``encode_iterable`` keeps only a bounded tail of the text for this encoding.
+
+    It does for the built-in patterns (safe cut points are proven for them) unless a special
+    token contains a space; a custom pattern buffers the whole text (see Encoding).
+    """
+    return is_chunkable(enc.pat_str) and not any(" " in s for s in enc.special_tokens)
 
 
 def builtin_vocab_size(name: str) -> int:

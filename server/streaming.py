@@ -35,12 +35,14 @@ class StreamEncoder:
         allowed_special: Literal["all"] | AbstractSet[str],
         disallowed_special: Literal["all"] | AbstractSet[str],
         max_bytes: int,
+        flag: str = "--max-stream-bytes",
     ) -> None:
         self._encoding = encoding
         self._chunks = chunks
         self._allowed = allowed_special
         self._disallowed = disallowed_special
         self._max_bytes = max_bytes
+        self._flag = flag
         self._queue: queue.Queue[object] = queue.Queue(maxsize=4)
         self._closed = threading.Event()
         self._pending: list[int] = []  # touched by the encoder thread only
@@ -66,7 +68,7 @@ class StreamEncoder:
         for chunk in self._chunks:
             received += limits.utf8_len(chunk)
             limits.check("EncodeStream text size in bytes", received, self._max_bytes,
-                         "--max-stream-bytes", field="text")
+                         self._flag, field="text")
             yield chunk
             self._flush()  # the encoder wants the next chunk: what it produced is final
 

@@ -375,6 +375,28 @@ class TestEncodeStream:
         assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "--max-stream-bytes" in err.details()
 
+    def test_custom_pattern_streams_are_bounded_like_one_text(self, fresh_server,
+                                                             fixtures_dir) -> None:
+        """A custom pattern makes the encoder hold the whole text, so --max-text-bytes bounds
+        the stream; under it the ids still equal tiktoken's."""
+        server = fresh_server()
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_text()
+        pattern = r"\w+|\s+|[^\w\s]+"
+        result = train_bpe(iter([corpus]), 300, pattern=pattern)
+        ref = Registry(server.config.registry).publish(
+            "custom", ranks=result.mergeable_ranks(), pat_str=result.pattern,
+            special_tokens=result.special_tokens).ref
+        reference = tiktoken.Encoding("custom", pat_str=pattern,
+                                      mergeable_ranks=result.mergeable_ranks(),
+                                      special_tokens={})
+        chunks = [corpus[i:i + 5000] for i in range(0, 30000, 5000)]
+        ids = [i for m in server.stub.EncodeStream(stream_requests(ref, chunks)) for i in m.ids]
+        assert ids == reference.encode("".join(chunks))
+        too_long = chunks * (server.config.max_text_bytes // 30000 + 1)
+        err = rpc_error(lambda: list(server.stub.EncodeStream(stream_requests(ref, too_long))))
+        assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "--max-text-bytes" in err.details()
+
     def test_unknown_tokenizer(self, inproc) -> None:
         err = rpc_error(lambda: list(inproc.stub.EncodeStream(stream_requests("nope", ["x"]))))
         assert err.code() == grpc.StatusCode.NOT_FOUND
