@@ -88,6 +88,68 @@ ASCII_PATTERNS: dict[str, str] = {
 }
 
 
+# Code points that the ``regex`` module (Unicode 17 data) assigns to letters, digits or marks but
+# tiktoken 0.14's Rust regex (older Unicode data) still treats as unassigned, i.e. like
+# punctuation. Found by probing every such code point against tiktoken; the encoder's copies of
+# the built-in patterns treat them as tiktoken does, so ids match for every input.
+_TIKTOKEN_UNASSIGNED_RANGES = (
+    "0x558 0x58b-0x58c 0x5c8-0x5c9 0x88f 0xb53-0xb54 0xc5c 0xcdc 0x1acf-0x1af0 0x208f "
+    "0x209d-0x209f 0xa7ce-0xa7cf 0xa7d2 0xa7d4 0xa7dd 0xa7e2 0xa7f1 0xab6c-0xab6d "
+    "0x107bb-0x107bf 0x10940-0x10959 0x10ec5-0x10ec7 0x10ecb-0x10ecf 0x10ed9-0x10eee "
+    "0x10ef0-0x10efb 0x11b0a 0x11b60-0x11b67 0x11db0-0x11ddb 0x11de0-0x11de9 "
+    "0x11df0-0x11df1 0x1246f 0x12475-0x1247f 0x12550-0x12686 0x16ea0-0x16eb8 "
+    "0x16ebb-0x16ed3 0x16ff2-0x16ff6 0x187f8-0x187ff 0x18cd6-0x18cda 0x18d09-0x18d20 "
+    "0x18d80-0x18df2 0x18e00-0x19191 0x191a0-0x191d2 0x1b123-0x1b128 0x1b168 "
+    "0x1d127-0x1d128 0x1d250-0x1d252 0x1d25b-0x1d25c 0x1d25f 0x1d280-0x1d281 0x1d6a6 "
+    "0x1df1f-0x1df24 0x1df2b-0x1df81 0x1df90-0x1df96 0x1dfcd-0x1dfff 0x1e6c0-0x1e6de "
+    "0x1e6e0-0x1e6f5 0x1e6fe-0x1e6ff 0x2b73a-0x2b73f 0x2b81e 0x2cea2-0x2cead "
+    "0x323b0-0x33479 0x3d000-0x3fc3f "
+)
+
+
+def _unassigned_class_body() -> str:
+    """The ranges above as the inside of a regex character class."""
+    out = []
+    for item in "".join(_TIKTOKEN_UNASSIGNED_RANGES).split():
+        lo, _, hi = item.partition("-")
+        out.append(f"\\U{int(lo, 16):08x}")
+        if hi:
+            out.append(f"-\\U{int(hi, 16):08x}")
+    return "".join(out)
+
+
+_U = _unassigned_class_body()
+_L = rf"[^\P{{L}}{_U}]"  # \p{L} minus the unassigned-for-tiktoken code points
+_N = rf"[^\P{{N}}{_U}]"
+_NOT_WS_L_N = rf"(?:[^\s\p{{L}}\p{{N}}]|[{_U}])"  # [^\s\p{L}\p{N}] plus them
+_NOT_CRLF_L_N = rf"(?:[^\r\n\p{{L}}\p{{N}}]|[{_U}])"
+_UP = rf"(?:(?![{_U}])[\p{{Lu}}\p{{Lt}}\p{{Lm}}\p{{Lo}}\p{{M}}])"
+_LO = rf"(?:(?![{_U}])[\p{{Ll}}\p{{Lm}}\p{{Lo}}\p{{M}}])"
+_CONTRACTION_U = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+
+# The built-in patterns with \p{L}, \p{N} and \p{M} narrowed to tiktoken's Unicode data; same
+# alternatives, same order, same quantifiers otherwise.
+TIKTOKEN_COMPATIBLE: dict[str, str] = {
+    GPT2_PATTERN: (rf"'(?:[sdmt]|ll|ve|re)| ?{_L}+| ?{_N}+| ?{_NOT_WS_L_N}+|\s+(?!\S)|\s+"),
+    R50K_PATTERN: (rf"'(?:[sdmt]|ll|ve|re)| ?{_L}++| ?{_N}++| ?{_NOT_WS_L_N}++|\s++$|\s+(?!\S)|\s"),
+    CL100K_PATTERN: (
+        rf"'(?i:[sdmt]|ll|ve|re)|{_NOT_CRLF_L_N}?+{_L}++|{_N}{{1,3}}+"
+        rf"| ?{_NOT_WS_L_N}++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+    ),
+    O200K_PATTERN: "|".join(
+        [
+            rf"{_NOT_CRLF_L_N}?{_UP}*{_LO}+{_CONTRACTION_U}",
+            rf"{_NOT_CRLF_L_N}?{_UP}+{_LO}*{_CONTRACTION_U}",
+            rf"{_N}{{1,3}}",
+            rf" ?{_NOT_WS_L_N}+[\r\n/]*",
+            r"\s*[\r\n]+",
+            r"\s+(?!\S)",
+            r"\s+",
+        ]
+    ),
+}
+
+
 def compile_ascii_pattern(pat_str: str) -> Callable[[str], list[str]] | None:
     """``findall`` of the ASCII-only equivalent of ``pat_str``, if one is known.
 
@@ -107,8 +169,8 @@ def is_chunkable(pat_str: str) -> bool:
 
 
 def compile_pattern(pat_str: str) -> Callable[[str], list[str]]:
-    """The ``findall`` of the compiled pattern: text -> list of pretokens."""
-    return regex.compile(pat_str).findall
+    """The ``findall`` of the pattern (its tiktoken-compatible twin for a built-in one)."""
+    return regex.compile(TIKTOKEN_COMPATIBLE.get(pat_str, pat_str)).findall
 
 
 # A space with a non-whitespace character on both sides. ``re``'s \s (Unicode str patterns)

@@ -363,3 +363,25 @@ class TestPickle:
         assert clone.encode("hello world  again") == custom.encode("hello world  again")
         assert clone.cache_info().max_entries == 100
         assert clone.n_vocab == custom.n_vocab
+
+
+class TestUnicodeData:
+    """Code points newer than tiktoken's Unicode data are classified the way tiktoken does."""
+
+    def test_newly_assigned_code_points(self) -> None:
+        """A sample of the letters/digits/marks regex knows but tiktoken's regex does not."""
+        from tokend.core.pretokenize import _TIKTOKEN_UNASSIGNED_RANGES
+
+        points = []
+        for item in "".join(_TIKTOKEN_UNASSIGNED_RANGES).split():
+            lo, _, hi = item.partition("-")
+            points += range(int(lo, 16), int(hi or lo, 16) + 1, 97)
+        assert len(points) > 150
+        probes = "".join(
+            f"{chr(c)}:A\nx{chr(c)}x {chr(c)}1 a{chr(c)}B '{chr(c)}s\n" for c in points
+        )
+        for name in ("o200k_base", "cl100k_base", "r50k_base"):
+            assert fresh(name).encode_ordinary(probes) == reference(name).encode_ordinary(probes)
+        assert get_encoding("o200k_base").encode("\U0003d000:A") == reference("o200k_base").encode(
+            "\U0003d000:A"
+        )
