@@ -164,6 +164,7 @@ class JobRunner:
                             stderr=log,
                             pass_fds=(lock_fd,),
                             start_new_session=True,  # survives a supervisor restart
+                            env=_trainer_env(),
                         )
                     except OSError as exc:
                         raise TokendError(f"could not start the training process: {exc}") from exc
@@ -174,6 +175,14 @@ class JobRunner:
         metrics.TRAIN_JOBS.labels(RUNNING).inc()
         log_event("train_job_started", job_id=job_id, pid=child.pid)
         return True
+
+
+def _trainer_env() -> dict[str, str]:
+    """The environment without the metrics directory: a trainer exports no metrics, and its
+    files there would outlive it (nobody marks a trainer's pid dead)."""
+    env = dict(os.environ)
+    env.pop(metrics.MULTIPROC_ENV, None)
+    return env
 
 
 def _tail(path: Path, limit: int = 400) -> str:
