@@ -23,6 +23,14 @@ def default_registry_dir() -> Path:
     return Path(platformdirs.user_data_dir("tokend")) / "registry"
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """Everything `tokend serve` can be told; defaults are safe for a loopback service."""
@@ -31,7 +39,7 @@ class ServerConfig:
     port: int = 50051
     registry: Path = field(default_factory=default_registry_dir)
     metrics_port: int = 9464  # 0 disables the /metrics endpoint
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    workers: int = field(default_factory=available_cpus)
     threads: int = 16  # gRPC handler threads per worker process
     max_message_bytes: int = 16 * MiB
     max_batch: int = 1024  # texts per Encode/CountTokens, sequences per Decode, chat messages

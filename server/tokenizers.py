@@ -53,13 +53,18 @@ class Tokenizers:
             return served
         with self._lock:
             load_lock = self._load_locks.setdefault(ref, threading.Lock())
-        with load_lock:  # subtle: many threads asking for a cold ref load it once
-            served = self._refs.get(ref)
-            if served is None:
-                served = self._load(ref)
-                with self._lock:
-                    self._refs[ref] = served
-            return served
+        try:
+            with load_lock:  # subtle: many threads asking for a cold ref load it once
+                served = self._refs.get(ref)
+                if served is None:
+                    served = self._load(ref)
+                    with self._lock:
+                        self._refs[ref] = served
+                return served
+        finally:
+            # Bogus references must not pile up locks; a served one needs its lock no more.
+            with self._lock:
+                self._load_locks.pop(ref, None)
 
     def _load(self, ref: str) -> Served:
         resolved = self.registry.resolve(ref)
