@@ -135,6 +135,22 @@ def utf8_length(text: str) -> int:
         ) from None
 
 
+def find_safe_cut(buf: str, start: int, end: int) -> int:
+    """Rightmost safe cut in ``buf[start+1:end]`` (a space after non-whitespace), or -1.
+
+    >>> find_safe_cut("ab  cd ef", 0, 9), find_safe_cut("ab  cd ef", 0, 6)
+    (6, 2)
+    """
+    if end <= start + 1:  # subtle: a negative end would count from the back in rfind
+        return -1
+    c = buf.rfind(" ", start + 1, end)
+    while c > start:
+        if _WHITESPACE.match(buf, c - 1) is None:
+            return c
+        c = buf.rfind(" ", start + 1, c)
+    return -1
+
+
 class Splitter:
     """Cut one stream of text into independent pieces (see the module docstring).
 
@@ -200,7 +216,7 @@ class Splitter:
             self._emit(out, buf[pos:], doc_end=True)
             pos = len(buf)
         elif self._safe_cuts:
-            cut = self._find_cut(buf, pos, min(len(buf), limit + 1))
+            cut = find_safe_cut(buf, pos, min(len(buf), limit + 1))
             if cut > pos:
                 self._emit(out, buf[pos:cut], doc_end=False)
                 pos = cut
@@ -210,18 +226,6 @@ class Splitter:
         # subtle: grow geometrically when nothing could be cut, or joins go quadratic.
         self._threshold = max(self._target, 2 * len(rest))
         return out
-
-    @staticmethod
-    def _find_cut(buf: str, start: int, end: int) -> int:
-        """Rightmost safe cut in ``buf[start+1:end]`` (a space after non-whitespace), or -1."""
-        if end <= start + 1:  # subtle: a negative end would count from the back in rfind
-            return -1
-        c = buf.rfind(" ", start + 1, end)
-        while c > start:
-            if _WHITESPACE.match(buf, c - 1) is None:
-                return c
-            c = buf.rfind(" ", start + 1, c)
-        return -1
 
     def _emit(self, out: list[str], piece: str, *, doc_end: bool) -> None:
         if piece:

@@ -26,14 +26,12 @@ from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 from itertools import pairwise
 
-import regex
-
 from tokend.core import corpus as corpus_io
 from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
 from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
-from tokend.core.train_count import CountPool, count_into, to_byte_counts
+from tokend.core.train_count import CountPool, PieceCounter, to_byte_counts
 
 Pair = tuple[bytes, bytes]
 ProgressFn = Callable[[str, int, int], None]
@@ -274,7 +272,7 @@ def _count_corpus(
     splitter = Splitter(
         specials, safe_cuts=safe_cuts, target_chars=corpus_io.TARGET_PIECE_CHARS
     )
-    compiled = regex.compile(pat_str)
+    counter = PieceCounter(pat_str)
     local: Counter[str] = Counter()
     local_seen = 0
     pool: CountPool | None = None
@@ -291,7 +289,7 @@ def _count_corpus(
         if pool is None and workers > 1 and (batches > 1 or total > 4 * BATCH_CHARS):
             pool = CountPool(pat_str, workers - 1, should_stop)
         if pool is None or not pool.try_submit(pieces):
-            local_seen += count_into(local, pieces, compiled)
+            local_seen += counter.count_into(local, pieces)
 
     try:
         for source in sources:

@@ -22,7 +22,9 @@ from typing import Any
 
 import regex
 
+from tokend.core.corpus import find_safe_cut
 from tokend.core.errors import Cancelled, InvalidInput, TokendError
+from tokend.core.pretokenize import compile_ascii_pattern
 
 # How long a blocked queue operation waits before checking for cancellation again.
 POLL_SECONDS = 0.05
@@ -59,15 +61,53 @@ def to_byte_counts(counts: Counter[str]) -> dict[bytes, int]:
         ) from None
 
 
-def count_into(counts: Counter[str], pieces: Iterable[str], compiled: regex.Pattern[str]) -> int:
-    """Add the pretokens of each piece to ``counts``; return how many pretokens were seen."""
-    seen = 0
-    findall = compiled.findall
-    for piece in pieces:
-        found = findall(piece)
-        seen += len(found)
-        counts.update(found)
-    return seen
+class PieceCounter:
+    """Pretokenize and count independent pieces of text.
+
+    For the named patterns, ASCII stretches go through the stdlib ``re`` twin of the pattern
+    (``tokend.core.pretokenize.ASCII_PATTERNS``, ~2.5x faster than ``regex``); a piece with
+    some non-ASCII text is first cut at safe points (``tokend.core.corpus``) into stretches of
+    about STRETCH_CHARS, so one accented letter does not send a whole piece down the slow path.
+    Custom patterns always use ``regex``.
+    """
+
+    STRETCH_CHARS = 4096
+
+    def __init__(self, pat_str: str) -> None:
+        self._findall = regex.compile(pat_str).findall
+        self._ascii_findall = compile_ascii_pattern(pat_str)
+
+    def findall(self, piece: str) -> list[str]:
+        """The pretokens of ``piece``, exactly as ``regex.findall(pattern, piece)``."""
+        fast = self._ascii_findall
+        if fast is None:
+            return self._findall(piece)
+        if piece.isascii():
+            return fast(piece)
+        out: list[str] = []
+        start, n = 0, len(piece)
+        while start < n:
+            cut = n
+            if n - start > self.STRETCH_CHARS:
+                for window in (self.STRETCH_CHARS, 64 * self.STRETCH_CHARS):
+                    c = find_safe_cut(piece, start, min(n, start + window))
+                    if c > start:
+                        cut = c
+                        break
+            stretch = piece[start:cut]
+            out += fast(stretch) if stretch.isascii() else self._findall(stretch)
+            start = cut
+        return out
+
+    def count_into(self, counts: Counter[str], pieces: Iterable[str]) -> int:
+        """Add the pretokens of each piece to ``counts``; return how many pretokens were seen."""
+        seen = 0
+        findall = self.findall
+        for piece in pieces:
+            found = findall(piece)
+            seen += len(found)
+            counts.update(found)
+        return seen
 
 
 def _exit_with_parent() -> None:
@@ -90,7 +130,7 @@ def _exit_with_parent() -> None:
 def _worker_main(pat_str: str, inbox: Any, outbox: Any) -> None:
     """Worker loop: count every batch until ``None`` arrives, then send the totals back."""
     try:
-        compiled = regex.compile(pat_str)
+        counter = PieceCounter(pat_str)
         counts: Counter[str] = Counter()
         seen = 0
         _exit_with_parent()
@@ -98,7 +138,7 @@ def _worker_main(pat_str: str, inbox: Any, outbox: Any) -> None:
             batch = inbox.get()
             if batch is None:
                 break
-            seen += count_into(counts, batch, compiled)
+            seen += counter.count_into(counts, batch)
         outbox.put(("ok", to_byte_counts(counts), seen))
     except BaseException as exc:  # report anything, so the parent never waits forever
         outbox.put(("error", f"{type(exc).__name__}: {exc}", 0))

@@ -226,6 +226,24 @@ class TestSplitter:
         assert pieces + splitter.finish() == ["ab cd ef", "gh"]
 
 
+class TestPieceCounter:
+    @settings(max_examples=200, deadline=None)
+    @given(
+        text=st.one_of(
+            st.text(alphabet=st.sampled_from(list("aZ 09'\t\n\r.,é\u00a0\x1c中!")), max_size=200),
+            any_text,
+        ),
+        stretch=st.integers(1, 12),
+        pattern=st.sampled_from([*sorted(NAMED_PATTERNS), r"\S+|\s+"]),
+    )
+    def test_findall_equals_regex(self, text: str, stretch: int, pattern: str) -> None:
+        """The ASCII fast path and the cutting of mixed pieces change no pretoken."""
+        pat_str = resolve_pattern(pattern)
+        counter = train_count.PieceCounter(pat_str)
+        with mock.patch.object(train_count.PieceCounter, "STRETCH_CHARS", stretch):
+            assert counter.findall(text) == regex.findall(pat_str, text)
+
+
 # --- determinism, files, workers ----------------------------------------------------------------
 
 
