@@ -348,9 +348,9 @@ class _MergeLearner:
 
     Data shapes (ids are token ids, ``wi`` is the index of a distinct pretoken):
     ``words[wi]``: list of ids; ``freqs[wi]``: occurrences; ``pair_counts``: (id, id) ->
-    weighted count (> 0 only); ``where``: (id, id) -> set of ``wi`` that held the pair (may
-    be stale: a word that lost the pair is skipped when visited); ``heap``: (-count,
-    _inverted(left), _inverted(right), left, right), smallest = best pair.
+    weighted count (> 0 only); ``where``: (id, id) -> list of ``wi`` that held the pair (may
+    repeat or be stale: a word that no longer holds the pair is skipped when visited);
+    ``heap``: (-count, _inverted(left), _inverted(right), left, right), smallest = best pair.
     """
 
     def __init__(self, word_counts: Mapping[bytes, int], throttle: _Throttle) -> None:
