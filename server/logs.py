@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
-import os
 import sys
 from typing import Any
 
@@ -49,6 +48,3 @@ def log_event(event: str, *, level: int = logging.INFO, **fields: Any) -> None:
     if _LOGGER.isEnabledFor(level):
         _LOGGER.log(level, event, extra={"fields": fields})
 
-
-def pid() -> int:
-    return os.getpid()
