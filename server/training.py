@@ -18,7 +18,8 @@ from typing import Any
 
 import grpc
 
-from tokend.core.errors import FailedPrecondition, InvalidInput, TokendError
+from tokend.core.builtins import list_encoding_names
+from tokend.core.errors import AlreadyExists, FailedPrecondition, InvalidInput, TokendError
 from tokend.core.names import check_name
 from tokend.core.patterns import resolve_pattern
 from tokend.server import limits
@@ -90,6 +91,12 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             check_name(cfg.name)
         except TokendError as exc:
             raise with_field(exc, "config.name") from None
+        if cfg.name in list_encoding_names():  # refused now, not after the whole training
+            raise with_field(
+                AlreadyExists(f"{cfg.name!r} is a built-in encoding (read-only); choose another "
+                              "name"),
+                "config.name",
+            )
         specials = list(cfg.special_tokens)
         for i, token in enumerate(specials):
             if not token or specials.index(token) != i:

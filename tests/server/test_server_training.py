@@ -58,6 +58,13 @@ class TestTrainValidation:
         assert needle in err.details()
         assert server.stub.ListTrainJobs(pb.ListTrainJobsRequest()).jobs == []
 
+    def test_builtin_name_is_refused_up_front(self, fresh_server) -> None:
+        server = fresh_server()
+        err = rpc_error(lambda: server.stub.Train(train_requests(
+            pb.TrainConfig(name="cl100k_base", vocab_size=300), b"x"), metadata=ADMIN))
+        assert err.code() == grpc.StatusCode.ALREADY_EXISTS
+        assert "cl100k_base" in err.details()
+
     def test_vocab_size_limit(self, fresh_server) -> None:
         server = fresh_server(max_vocab_size=1000)
         err = rpc_error(lambda: server.stub.Train(
