@@ -313,3 +313,23 @@ class TestRealJobs:
         assert final.state == STATES.Value("TRAIN_JOB_STATE_FAILED")
         assert "died" in final.error and "-9" in final.error
         assert "crashme" not in {t.name for t in Registry(tokend_server.registry).list()}
+
+
+class TestJobsOutliveWorkers:
+    def test_job_finishes_although_every_worker_is_killed(self, tokend_factory,
+                                                          fixtures_dir) -> None:
+        """Jobs belong to the supervisor's runner, not to the worker that accepted them."""
+        served = tokend_factory(workers=1)
+        admin = [("authorization", f"Bearer {served.admin_token}")]
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_bytes()
+        with grpc.insecure_channel(served.target) as channel:
+            job = pb_grpc.TokenizerServiceStub(channel).Train(train_requests(
+                pb.TrainConfig(name="survivor", vocab_size=500), corpus), metadata=admin).job
+        worker = served.wait_event("serving")["pids"][0]
+        os.kill(worker, signal.SIGKILL)
+        mark = len(served.events)
+        served.wait_event("worker_ready", after=mark, timeout=60)
+        with grpc.insecure_channel(served.target) as channel:
+            final = watch(pb_grpc.TokenizerServiceStub(channel), job.job_id)
+        assert final.state == STATES.Value("TRAIN_JOB_STATE_SUCCEEDED"), final.error
+        assert final.published == "survivor@1"
