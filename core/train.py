@@ -29,7 +29,7 @@ from itertools import pairwise
 from tokend.core import corpus as corpus_io
 from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
 from tokend.core.encoding import Encoding
-from tokend.core.errors import Cancelled, InvalidInput
+from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
 from tokend.core.train_count import CountPool, PieceCounter, to_byte_counts
 
@@ -39,6 +39,8 @@ StopFn = Callable[[], bool]
 
 # Characters of text per batch handed to a counting worker.
 BATCH_CHARS = 1 << 18
+# More counting processes than this is a typo, not a machine.
+MAX_WORKERS = 256
 # Minimum seconds between two progress reports of the same phase.
 PROGRESS_INTERVAL = 0.1
 # Minimum seconds between two calls of should_stop (it may be an RPC context check).
@@ -163,6 +165,8 @@ def train_bpe(
         isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
     ):
         raise InvalidInput(f"workers must be a positive int or None, got {workers!r}")
+    if workers is not None and workers > MAX_WORKERS:
+        raise LimitExceeded("workers", workers, MAX_WORKERS)
     pat_str = resolve_pattern(pattern)
     pattern_name = next((n for n, p in NAMED_PATTERNS.items() if pat_str == p), None)
     throttle = _Throttle(progress, should_stop)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import tokend.core.corpus as corpus_io
 import tokend.core.train as train_mod
 from tokend.core import train_count
-from tokend.core.errors import Cancelled, InvalidInput
+from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.formats import printable_to_token, read_gpt2_merges
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
 from tokend.core.train import TrainResult, train_bpe
@@ -459,11 +459,12 @@ class TestValidation:
             ({"vocab_size": 300, "pattern": "a*"}, "empty string"),
             ({"vocab_size": 300, "pattern": "(unclosed"}, "does not compile"),
             ({"vocab_size": 300, "workers": 0}, "workers"),
+            ({"vocab_size": 300, "workers": 10_000}, "workers is 10000, over the limit of 256"),
             ({"vocab_size": "300"}, "vocab_size must be an int"),
         ],
     )
     def test_bad_arguments(self, kwargs: dict[str, object], message: str) -> None:
-        with pytest.raises(InvalidInput, match=message):
+        with pytest.raises((InvalidInput, LimitExceeded), match=message):
             train_bpe(iter(["some text"]), **kwargs)  # type: ignore[arg-type]
 
     def test_missing_file_and_bad_utf8(self, tmp_path: Path) -> None:
