@@ -36,7 +36,7 @@ import regex
 from tokend.core.errors import InvalidInput
 
 # How many bytes to read from a file at a time.
-READ_BLOCK_BYTES = 1 << 20
+READ_BLOCK_BYTES = 1 << 18
 # How many characters to gather before looking for pieces to hand out (small enough that
 # counting work spreads evenly over the worker processes).
 TARGET_PIECE_CHARS = 1 << 18
