@@ -145,7 +145,7 @@ def corpora(draw: st.DrawFn) -> tuple[str, list[str]]:
 
 
 class TestAgainstNaive:
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
         data=corpora(),
         extra=st.integers(0, 30),
