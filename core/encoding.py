@@ -109,6 +109,10 @@ class Encoding:
         self._explicit_n_vocab = explicit_n_vocab
         decoder.update((token_id, token) for token, token_id in ids.items())
         self._decoder = decoder  # id -> bytes; a mergeable id wins over a special, as in tiktoken
+        # The same as a list indexed by id (None in gaps): indexing beats hashing in decode.
+        self._decoder_list: list[bytes | None] = [None] * (max(decoder) + 1)
+        for token_id, token_bytes in decoder.items():
+            self._decoder_list[token_id] = token_bytes
         self.max_token_value = max(decoder)
         if explicit_n_vocab is not None:
             n_tokens = len(ranks) + len(special_tokens)
@@ -396,13 +400,24 @@ class Encoding:
 
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
         """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""
+        if not isinstance(tokens, list | tuple):
+            tokens = list(tokens)
         try:
-            return b"".join(map(self._decoder.__getitem__, tokens))
-        except KeyError as exc:
-            raise UnknownTokenId(exc.args[0], self.n_vocab) from None
-        except TypeError:
-            bad = next(t for t in tokens if not isinstance(t, int))
-            raise UnknownTokenId(bad, self.n_vocab) from None
+            if tokens and min(tokens) < 0:  # a negative index would wrap around silently
+                raise IndexError
+            return b"".join(map(self._decoder_list.__getitem__, tokens))  # type: ignore[arg-type]
+        except (IndexError, TypeError):
+            raise UnknownTokenId(self._first_unknown(tokens), self.n_vocab) from None
+
+    def _first_unknown(self, tokens: Iterable[int]) -> int:
+        """The first element of ``tokens`` that is not a known id (-1 if there is none)."""
+        for token in tokens:
+            try:
+                if self._decoder.get(token) is None:
+                    return token
+            except TypeError:  # unhashable: not an id either
+                return token
+        return -1
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """Decode to text; invalid UTF-8 is replaced by default (tiktoken's lossy default)."""
