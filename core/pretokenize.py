@@ -169,8 +169,24 @@ def is_chunkable(pat_str: str) -> bool:
 
 
 def compile_pattern(pat_str: str) -> Callable[[str], list[str]]:
-    """The ``findall`` of the pattern (its tiktoken-compatible twin for a built-in one)."""
-    return regex.compile(TIKTOKEN_COMPATIBLE.get(pat_str, pat_str)).findall
+    """Text -> its pretokens (the whole matches), with the tiktoken-compatible twin of a
+    built-in pattern.
+
+    ``findall`` is used when the pattern has no capturing group; with one it would return the
+    group's text instead of the match (``(?P<w>[a-z]+)|[^a-z]`` on ``"ab 1"`` would give
+    ``['ab', '', '']``), so such patterns take whole matches from ``finditer``.
+
+    >>> compile_pattern(r"(?P<w>[a-z]+)|[^a-z]")("ab 1")
+    ['ab', ' ', '1']
+    """
+    compiled = regex.compile(TIKTOKEN_COMPATIBLE.get(pat_str, pat_str))
+    if compiled.groups == 0:
+        return compiled.findall
+
+    def whole_matches(text: str) -> list[str]:
+        return [match.group() for match in compiled.finditer(text)]
+
+    return whole_matches
 
 
 # A space with a non-whitespace character on both sides. ``re``'s \s (Unicode str patterns)

@@ -20,11 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import regex
-
 from tokend.core.corpus import find_safe_cut
 from tokend.core.errors import Cancelled, InvalidInput, TokendError
-from tokend.core.pretokenize import compile_ascii_pattern
+from tokend.core.pretokenize import compile_ascii_pattern, compile_pattern
 
 # How long a blocked queue operation waits before checking for cancellation again.
 POLL_SECONDS = 0.05
@@ -68,17 +66,18 @@ class PieceCounter:
     (``tokend.core.pretokenize.ASCII_PATTERNS``, ~2.5x faster than ``regex``); a piece with
     some non-ASCII text is first cut at safe points (``tokend.core.corpus``) into stretches of
     about STRETCH_CHARS, so one accented letter does not send a whole piece down the slow path.
-    Custom patterns always use ``regex``.
+    Custom patterns always use ``regex`` (whole matches, whatever groups they have).
     """
 
     STRETCH_CHARS = 4096
 
     def __init__(self, pat_str: str) -> None:
-        self._findall = regex.compile(pat_str).findall
+        # The encoder's own pretokenizer: training sees exactly the pretokens encoding will.
+        self._findall = compile_pattern(pat_str)
         self._ascii_findall = compile_ascii_pattern(pat_str)
 
     def findall(self, piece: str) -> list[str]:
-        """The pretokens of ``piece``, exactly as ``regex.findall(pattern, piece)``."""
+        """The pretokens of ``piece``, exactly as ``compile_pattern(pattern)(piece)``."""
         fast = self._ascii_findall
         if fast is None:
             return self._findall(piece)

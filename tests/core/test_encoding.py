@@ -385,3 +385,24 @@ class TestUnicodeData:
         assert get_encoding("o200k_base").encode("\U0003d000:A") == reference("o200k_base").encode(
             "\U0003d000:A"
         )
+
+
+class TestCustomPatterns:
+    """Custom pretokenization regexes (trained or imported tokenizers) pretokenize like tiktoken."""
+
+    PATTERNS = (
+        r"(?P<word>\p{L}+)|\s+|[^\s\p{L}]",  # a named capturing group: whole matches count
+        r"(\p{L}+)|(\p{N})|\s+|.",  # several groups, one of which may not take part
+        r"\S+|\s+",
+    )
+
+    @pytest.mark.parametrize("pat_str", PATTERNS)
+    def test_matches_tiktoken(self, pat_str: str) -> None:
+        ranks = get_encoding("r50k_base").mergeable_ranks
+        ours = Encoding("custom", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+        theirs = tiktoken.Encoding(
+            "custom", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={}
+        )
+        for text in ("ab 1", "Hello, world!  42 times\n\tdone.", "naïve café 日本語 x1y2"):
+            assert ours.encode(text) == theirs.encode(text)
+            assert ours.decode(ours.encode(text)) == text
