@@ -5,15 +5,9 @@ Knows nothing of gRPC, protobuf or Prometheus; the server and client build on it
 
 from __future__ import annotations
 
-from tokend.core.builtins import (
-    BUILTIN_NAMES,
-    encoding_for_model,
-    encoding_name_for_model,
-    get_encoding,
-    list_encoding_names,
-)
-from tokend.core.cache import CacheInfo
-from tokend.core.encoding import Encoding
+import importlib
+from typing import TYPE_CHECKING
+
 from tokend.core.errors import (
     AlreadyExists,
     Cancelled,
@@ -27,16 +21,50 @@ from tokend.core.errors import (
     UnknownTokenId,
     UnknownTokenizer,
 )
-from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
-from tokend.core.registry import (
-    Problem,
-    Registry,
-    ResolvedRef,
-    TokenizerData,
-    TokenizerInfo,
-    VersionInfo,
-)
-from tokend.core.train import TrainResult, TrainStats, train_bpe
+
+if TYPE_CHECKING:
+    from tokend.core.builtins import (
+        BUILTIN_NAMES,
+        encoding_for_model,
+        encoding_name_for_model,
+        get_encoding,
+        list_encoding_names,
+    )
+    from tokend.core.cache import CacheInfo
+    from tokend.core.encoding import Encoding
+    from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
+    from tokend.core.registry import (
+        Problem,
+        Registry,
+        ResolvedRef,
+        TokenizerData,
+        TokenizerInfo,
+        VersionInfo,
+    )
+    from tokend.core.train import TrainResult, TrainStats, train_bpe
+
+# Everything but the errors loads on first use (PEP 562), so that `import tokend.core.errors`
+# (the client's only dependency on core) does not pull in the encoder, trainer and registry.
+_LAZY: dict[str, str] = {
+    "BUILTIN_NAMES": "tokend.core.builtins",
+    "CacheInfo": "tokend.core.cache",
+    "Encoding": "tokend.core.encoding",
+    "Problem": "tokend.core.registry",
+    "Registry": "tokend.core.registry",
+    "ResolvedRef": "tokend.core.registry",
+    "TokenizerData": "tokend.core.registry",
+    "TokenizerInfo": "tokend.core.registry",
+    "TrainResult": "tokend.core.train",
+    "TrainStats": "tokend.core.train",
+    "VersionInfo": "tokend.core.registry",
+    "encoding_for_model": "tokend.core.builtins",
+    "encoding_name_for_model": "tokend.core.builtins",
+    "get_encoding": "tokend.core.builtins",
+    "list_encoding_names": "tokend.core.builtins",
+    "read_hf_tokenizer_json": "tokend.core.hf_format",
+    "train_bpe": "tokend.core.train",
+    "write_hf_tokenizer_json": "tokend.core.hf_format",
+}
 
 __all__ = [
     "BUILTIN_NAMES",
@@ -69,3 +97,16 @@ __all__ = [
     "train_bpe",
     "write_hf_tokenizer_json",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tokend.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

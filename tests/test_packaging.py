@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 class TestLayout:
     def test_core_imports_no_grpc(self) -> None:
@@ -19,6 +21,30 @@ class TestLayout:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         ).stdout.strip()
         assert out == ""
+
+    def test_client_loads_no_encoder(self) -> None:
+        """The client needs only the stubs and tokend.core.errors: the encoder, trainer and
+        registry stay unloaded (tokend.core exports them lazily)."""
+        code = (
+            "import sys, tokend.client, tokend.core\n"
+            "heavy = ('tokend.core.encoding', 'tokend.core.train', 'tokend.core.registry')\n"
+            "print(','.join(m for m in heavy if m in sys.modules))\n"
+            "tokend.core.get_encoding  # and they still load on first use\n"
+            "print('tokend.core.builtins' in sys.modules)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split("\n")
+        assert out[:2] == ["", "True"]
+
+    def test_lazy_exports_resolve(self) -> None:
+        """Every name in tokend.core.__all__ is importable."""
+        import tokend.core
+
+        for name in tokend.core.__all__:
+            assert getattr(tokend.core, name) is not None, name
+        with pytest.raises(AttributeError, match="no attribute 'nope'"):
+            _ = tokend.core.nope  # type: ignore[attr-defined]
 
     def test_no_generic_top_level_names_installed(self) -> None:
         """core/client/server/proto are importable only under tokend.*."""
