@@ -6,10 +6,7 @@ batch limit is reachable cheaply), a --train-dir and one worker process (quick t
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import gzip
-import json
 import os
 import shutil
 import signal
@@ -23,11 +20,10 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from tiktoken_reference import reference
 
 from tokend.client import Client
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = ROOT / "core" / "data"
 ADMIN_TOKEN = "client-tests-admin-token"
 MAX_BATCH = 64
 START_TIMEOUT = 60.0
@@ -139,31 +135,14 @@ def admin_client(tokend_service: TokendServer) -> Iterator[Client]:
         yield c
 
 
-def load_tiktoken(name: str) -> tiktoken.Encoding:
-    """The reference: tiktoken built offline from the rank files tokend ships."""
-    meta = json.loads((DATA_DIR / f"{name}.json").read_text(encoding="utf-8"))
-    raw = gzip.decompress((DATA_DIR / f"{meta['ranks_file']}.gz").read_bytes())
-    ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in raw.splitlines() if line)
-    }
-    return tiktoken.Encoding(
-        name,
-        pat_str=meta["pat_str"],
-        mergeable_ranks=ranks,
-        special_tokens=meta["special_tokens"],
-        explicit_n_vocab=meta.get("explicit_n_vocab"),
-    )
-
-
 @pytest.fixture(scope="session")
 def o200k() -> tiktoken.Encoding:
-    return load_tiktoken("o200k_base")
+    return reference("o200k_base")
 
 
 @pytest.fixture(scope="session")
 def cl100k() -> tiktoken.Encoding:
-    return load_tiktoken("cl100k_base")
+    return reference("cl100k_base")
 
 
 @pytest.fixture(scope="session")

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import random
 
 import pytest
-import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiktoken_reference import reference
 
 from tokend.core import bpe, get_encoding
-from tokend.core.builtins import load_builtin_spec
-
-
-@functools.cache
-def reference(name: str) -> tiktoken.Encoding:
-    spec = load_builtin_spec(name)
-    return tiktoken.Encoding(
-        name,
-        pat_str=spec["pat_str"],
-        mergeable_ranks=get_encoding(name).mergeable_ranks,
-        special_tokens=spec["special_tokens"],
-    )
 
 
 def naive_merge(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from tiktoken_reference import reference
 
 from tokend.core import (
     DisallowedSpecialToken,
@@ -17,22 +18,8 @@ from tokend.core import (
     get_encoding,
     list_encoding_names,
 )
-from tokend.core.builtins import load_builtin_spec
 
 ALL_NAMES = list_encoding_names()
-
-
-@functools.cache
-def reference(name: str) -> tiktoken.Encoding:
-    """tiktoken's encoding built offline from the same shipped rank file."""
-    spec = load_builtin_spec(name)
-    return tiktoken.Encoding(
-        name,
-        pat_str=spec["pat_str"],
-        mergeable_ranks=get_encoding(name).mergeable_ranks,
-        special_tokens=spec["special_tokens"],
-        explicit_n_vocab=spec.get("explicit_n_vocab"),
-    )
 
 
 @functools.cache

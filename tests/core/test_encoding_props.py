@@ -5,25 +5,13 @@ from __future__ import annotations
 import functools
 from itertools import pairwise
 
-import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiktoken_reference import reference
 
 from tokend.core import Encoding, get_encoding
-from tokend.core.builtins import load_builtin_spec
 
 NAMES = ("o200k_base", "cl100k_base", "r50k_base", "p50k_base")
-
-
-@functools.cache
-def reference(name: str) -> tiktoken.Encoding:
-    spec = load_builtin_spec(name)
-    return tiktoken.Encoding(
-        name,
-        pat_str=spec["pat_str"],
-        mergeable_ranks=get_encoding(name).mergeable_ranks,
-        special_tokens=spec["special_tokens"],
-    )
 
 
 @functools.cache

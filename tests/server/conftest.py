@@ -6,7 +6,6 @@ client tests can share it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,26 +13,13 @@ from pathlib import Path
 import grpc
 import pytest
 import tiktoken
+from tiktoken_reference import reference
 
-from tokend.core.builtins import get_encoding, load_builtin_spec
 from tokend.server.app import TokendServer, make_server
 from tokend.server.config import ServerConfig
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
 ADMIN_TOKEN = "secret-admin"
-
-
-@functools.cache
-def reference(name: str) -> tiktoken.Encoding:
-    """tiktoken's encoding for a built-in, built offline from the shipped rank file."""
-    spec = load_builtin_spec(name)
-    return tiktoken.Encoding(
-        name,
-        pat_str=spec["pat_str"],
-        mergeable_ranks=get_encoding(name).mergeable_ranks,
-        special_tokens=spec["special_tokens"],
-        explicit_n_vocab=spec.get("explicit_n_vocab"),
-    )
 
 
 @pytest.fixture(scope="session")
