@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import grpc
 from grpc import aio
@@ -20,9 +20,7 @@ from tokend.client.channel import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_MESSAGE_BYTES,
     TlsConfig,
-    auth_metadata,
-    channel_options,
-    resolve_tls,
+    channel_settings,
 )
 from tokend.client.errors import error_from_rpc, job_outcome
 from tokend.client.results import (
@@ -37,6 +35,9 @@ from tokend.client.results import (
 from tokend.client.sync_client import DEFAULT_TIMEOUT
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 
 
 class AsyncClient:
@@ -58,18 +59,20 @@ class AsyncClient:
     ) -> None:
         self.target = target
         self.timeout = timeout
-        self._metadata = auth_metadata(token)
-        tls_config = resolve_tls(tls)
-        opts = channel_options(
+        settings = channel_settings(
+            tls=tls,
+            token=token,
             max_attempts=max_attempts,
             max_message_bytes=max_message_bytes,
-            server_name=tls_config.server_name if tls_config else None,
-            extra=options,
+            extra_options=options,
         )
-        if tls_config is None:
-            self._channel = aio.insecure_channel(target, options=opts)
+        self._metadata = settings.metadata
+        if settings.credentials is None:
+            self._channel = aio.insecure_channel(target, options=settings.options)
         else:
-            self._channel = aio.secure_channel(target, tls_config.credentials(), options=opts)
+            self._channel = aio.secure_channel(
+                target, settings.credentials, options=settings.options
+            )
         self._stub = pb_grpc.TokenizerServiceStub(self._channel)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -92,6 +95,18 @@ class AsyncClient:
 
     def _deadline(self, timeout: float | None) -> float | None:
         return self.timeout if timeout is None else timeout
+
+    async def _call(
+        self,
+        method: Callable[..., Awaitable[_Resp]],
+        request: _Req,
+        timeout: float | None,
+    ) -> _Resp:
+        """One unary call with the default deadline and metadata; RPC errors become typed."""
+        try:
+            return await method(request, timeout=self._deadline(timeout), metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
 
     # -- encode / decode / count -------------------------------------------------------------
 
@@ -133,12 +148,7 @@ class AsyncClient:
             disallowed_special=disallowed_special,
             details=details,
         )
-        try:
-            response = await self._stub.Encode(
-                request, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.Encode, request, timeout)
         return _convert.encode_results(response, details=details)
 
     async def encode_stream(
@@ -171,24 +181,14 @@ class AsyncClient:
         self, tokenizer: str, ids: Sequence[int], *, timeout: float | None = None
     ) -> DecodeResult:
         request = _convert.decode_request(tokenizer, ids)
-        try:
-            response = await self._stub.Decode(
-                request, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.Decode, request, timeout)
         return _convert.decode_result(response)
 
     async def decode_batch(
         self, tokenizer: str, batch: Sequence[Sequence[int]], *, timeout: float | None = None
     ) -> list[DecodeResult]:
         request = _convert.decode_batch_request(tokenizer, batch)
-        try:
-            response = await self._stub.Decode(
-                request, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.Decode, request, timeout)
         return _convert.decode_results(response)
 
     async def count_tokens(
@@ -212,38 +212,21 @@ class AsyncClient:
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
         )
-        try:
-            response = await self._stub.CountTokens(
-                request, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.CountTokens, request, timeout)
         return _convert.count_result(response)
 
     # -- registry ----------------------------------------------------------------------------
 
     async def list_tokenizers(self, *, timeout: float | None = None) -> list[TokenizerSummary]:
-        try:
-            response = await self._stub.ListTokenizers(
-                pb.ListTokenizersRequest(),
-                timeout=self._deadline(timeout),
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.ListTokenizers, pb.ListTokenizersRequest(), timeout)
         return _convert.tokenizer_summaries(response)
 
     async def get_tokenizer(
         self, tokenizer: str, *, timeout: float | None = None
     ) -> TokenizerManifest:
-        try:
-            response = await self._stub.GetTokenizer(
-                pb.GetTokenizerRequest(tokenizer=tokenizer),
-                timeout=self._deadline(timeout),
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(
+            self._stub.GetTokenizer, pb.GetTokenizerRequest(tokenizer=tokenizer), timeout
+        )
         return _convert.tokenizer_manifest(response)
 
     # -- training ----------------------------------------------------------------------------
@@ -262,26 +245,16 @@ class AsyncClient:
         """Start a training job (see ``Client.train``); returns once the corpus is sent."""
         spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path)
         requests = _convert.train_requests(spec, corpus)
-        try:
-            response = await self._stub.Train(
-                requests, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.Train, requests, timeout)
         return AsyncTrainHandle(self, _convert.train_job(response.job))
 
     async def train_job(self, job_id: str) -> AsyncTrainHandle:
         return AsyncTrainHandle(self, await self.get_train_job(job_id))
 
     async def get_train_job(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
-        try:
-            response = await self._stub.GetTrainJob(
-                pb.GetTrainJobRequest(job_id=job_id),
-                timeout=self._deadline(timeout),
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(
+            self._stub.GetTrainJob, pb.GetTrainJobRequest(job_id=job_id), timeout
+        )
         return _convert.train_job(response.job)
 
     async def watch_train_job(
@@ -298,25 +271,13 @@ class AsyncClient:
             raise error_from_rpc(err) from err
 
     async def cancel(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
-        try:
-            response = await self._stub.CancelTrainJob(
-                pb.CancelTrainJobRequest(job_id=job_id),
-                timeout=self._deadline(timeout),
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(
+            self._stub.CancelTrainJob, pb.CancelTrainJobRequest(job_id=job_id), timeout
+        )
         return _convert.train_job(response.job)
 
     async def list_train_jobs(self, *, timeout: float | None = None) -> list[TrainJob]:
-        try:
-            response = await self._stub.ListTrainJobs(
-                pb.ListTrainJobsRequest(),
-                timeout=self._deadline(timeout),
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        response = await self._call(self._stub.ListTrainJobs, pb.ListTrainJobsRequest(), timeout)
         return [_convert.train_job(job) for job in response.jobs]
 
 

@@ -124,3 +124,33 @@ def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     if not token or any(c.isspace() for c in token):
         raise ValueError("token must be a non-empty string without whitespace")
     return (("authorization", f"Bearer {token}"),)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSettings:
+    """What both clients derive from their constructor arguments before opening a channel."""
+
+    options: list[tuple[str, Any]]
+    credentials: grpc.ChannelCredentials | None  # None: a plaintext channel
+    metadata: tuple[tuple[str, str], ...]
+
+
+def channel_settings(
+    *,
+    tls: bool | TlsConfig | None,
+    token: str | None,
+    max_attempts: int,
+    max_message_bytes: int,
+    extra_options: Sequence[tuple[str, Any]],
+) -> ChannelSettings:
+    """The sync and async clients' shared set-up: per-call metadata, channel options, TLS."""
+    metadata = auth_metadata(token)
+    tls_config = resolve_tls(tls)
+    options = channel_options(
+        max_attempts=max_attempts,
+        max_message_bytes=max_message_bytes,
+        server_name=tls_config.server_name if tls_config else None,
+        extra=extra_options,
+    )
+    credentials = None if tls_config is None else tls_config.credentials()
+    return ChannelSettings(options, credentials, metadata)

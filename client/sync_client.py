@@ -18,9 +18,7 @@ from tokend.client.channel import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_MESSAGE_BYTES,
     TlsConfig,
-    auth_metadata,
-    channel_options,
-    resolve_tls,
+    channel_settings,
 )
 from tokend.client.errors import error_from_rpc, job_outcome
 from tokend.client.results import (
@@ -63,18 +61,20 @@ class Client:
     ) -> None:
         self.target = target
         self.timeout = timeout
-        self._metadata = auth_metadata(token)
-        tls_config = resolve_tls(tls)
-        opts = channel_options(
+        settings = channel_settings(
+            tls=tls,
+            token=token,
             max_attempts=max_attempts,
             max_message_bytes=max_message_bytes,
-            server_name=tls_config.server_name if tls_config else None,
-            extra=options,
+            extra_options=options,
         )
-        if tls_config is None:
-            self._channel = grpc.insecure_channel(target, options=opts)
+        self._metadata = settings.metadata
+        if settings.credentials is None:
+            self._channel = grpc.insecure_channel(target, options=settings.options)
         else:
-            self._channel = grpc.secure_channel(target, tls_config.credentials(), options=opts)
+            self._channel = grpc.secure_channel(
+                target, settings.credentials, options=settings.options
+            )
         self._stub = pb_grpc.TokenizerServiceStub(self._channel)
 
     # -- lifecycle ---------------------------------------------------------------------------
