@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tokend.client import ChatMessage, Client, RemoteError, TlsConfig, TrainJob
+from tokend.commands.progress import LineProgress
 from tokend.core.errors import TokendError
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -27,11 +28,9 @@ Handler = Callable[[Client, argparse.Namespace], Any]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    encode = subparsers.add_parser(
-        "encode", help="encode text to token ids on a tokend server (--target)"
+    encode = _remote_parser(
+        subparsers, "encode", _encode, "encode text to token ids on a tokend server (--target)"
     )
-    add_connection_options(encode)
-    _add_tokenizer(encode)
     encode.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
     encode.add_argument(
         "--allowed-special",
@@ -45,23 +44,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="encode special-token text as plain text instead of refusing it",
     )
     encode.add_argument("--details", action="store_true", help="also show pieces and offsets")
-    encode.set_defaults(func=_command(_encode))
 
-    decode = subparsers.add_parser(
-        "decode", help="decode token ids to text on a tokend server (--target)"
+    decode = _remote_parser(
+        subparsers, "decode", _decode, "decode token ids to text on a tokend server (--target)"
     )
-    add_connection_options(decode)
-    _add_tokenizer(decode)
     decode.add_argument(
         "ids", nargs="*", metavar="ID", help="token ids (default: stdin, spaces or commas)"
     )
-    decode.set_defaults(func=_command(_decode))
 
-    count = subparsers.add_parser(
-        "count", help="count tokens of texts or chat messages on a tokend server (--target)"
+    count = _remote_parser(
+        subparsers,
+        "count",
+        _count,
+        "count tokens of texts or chat messages on a tokend server (--target)",
     )
-    add_connection_options(count)
-    _add_tokenizer(count)
     count.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
     count.add_argument(
         "--messages",
@@ -73,14 +69,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--plain-text", action="store_true", help="count messages without the chat framing"
     )
     count.add_argument("--max-tokens", type=int, metavar="N", help="also say whether it fits")
-    count.set_defaults(func=_command(_count))
 
-    tokenizers = subparsers.add_parser(
-        "tokenizers", help="list a tokend server's tokenizers, or describe one (--target)"
+    tokenizers = _remote_parser(
+        subparsers,
+        "tokenizers",
+        _tokenizers,
+        "list a tokend server's tokenizers, or describe one (--target)",
+        tokenizer=False,
     )
-    add_connection_options(tokenizers)
     tokenizers.add_argument("name", nargs="?", metavar="REF", help="describe this one")
-    tokenizers.set_defaults(func=_command(_tokenizers))
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -118,14 +115,27 @@ def connect(args: argparse.Namespace) -> Client:
     return Client(args.target, timeout=args.timeout, tls=tls, token=args.token)
 
 
-def _add_tokenizer(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-t",
-        "--tokenizer",
-        default=DEFAULT_TOKENIZER,
-        metavar="REF",
-        help=f"name, name@version, name@alias or model (default {DEFAULT_TOKENIZER})",
-    )
+def _remote_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    handler: Handler,
+    help_text: str,
+    *,
+    tokenizer: bool = True,
+) -> argparse.ArgumentParser:
+    """A remote command's parser: connection options, ``--tokenizer``, and its handler."""
+    parser = subparsers.add_parser(name, help=help_text)
+    add_connection_options(parser)
+    if tokenizer:
+        parser.add_argument(
+            "-t",
+            "--tokenizer",
+            default=DEFAULT_TOKENIZER,
+            metavar="REF",
+            help=f"name, name@version, name@alias or model (default {DEFAULT_TOKENIZER})",
+        )
+    parser.set_defaults(func=_command(handler))
+    return parser
 
 
 def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
@@ -343,28 +353,12 @@ def _emit_job(args: argparse.Namespace, job: TrainJob) -> None:
         print(job.job_id)
 
 
-class ProgressBar:
-    """A one-line progress bar redrawn in place: phase, done/total, rate and ETA."""
-
-    WIDTH = 30
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.drawn = False
+class ProgressBar(LineProgress):
+    """Phase, done/total, rate and ETA of a remote job, as the server reports them."""
 
     def update(self, job: TrainJob) -> None:
-        fraction = job.done / job.total if job.total else 0.0
-        filled = int(self.WIDTH * min(fraction, 1.0))
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        bar = self.bar(job.done / job.total if job.total else 0.0)
         eta = f" eta {job.eta_seconds:.0f}s" if job.eta_seconds > 0 else ""
         rate = f" {job.rate:,.0f}/s" if job.rate > 0 else ""
         phase = job.phase or job.state.value
-        line = f"\r{phase:<8} [{bar}] {job.done}/{job.total}{rate}{eta}"
-        self.out.write(line.ljust(78))
-        self.out.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.out.write("\n")
-            self.out.flush()
+        self.draw(f"\r{phase:<8} [{bar}] {job.done}/{job.total}{rate}{eta}", 78)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tokend.commands import remote
+from tokend.commands.progress import LineProgress
 from tokend.core.errors import Cancelled, TokendError
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
@@ -204,16 +205,13 @@ def _default_registry() -> Path:
     return Path(platformdirs.user_data_dir("tokend")) / "registry"
 
 
-class ProgressBar:
-    """One line redrawn in place on stderr: phase, done/total, rate and ETA."""
-
-    WIDTH = 30
+class ProgressBar(LineProgress):
+    """Phase, done/total, rate and ETA of a local training run (timed here, per phase)."""
 
     def __init__(self, out: TextIO) -> None:
-        self.out = out
+        super().__init__(out)
         self.phase = ""
         self.phase_start = time.monotonic()
-        self.drawn = False
 
     def update(self, phase: str, done: int, total: int) -> None:
         now = time.monotonic()
@@ -225,19 +223,9 @@ class ProgressBar:
         unit = {"count": "B", "index": "words", "merge": "merges"}.get(phase, "")
         rate = done / elapsed if elapsed > 0 else 0.0
         if total:
-            fraction = min(done / total, 1.0)
-            filled = int(self.WIDTH * fraction)
-            bar = "[" + "#" * filled + "-" * (self.WIDTH - filled) + "] "
+            bar = "[" + self.bar(done / total) + "] "
             eta = f" eta {(total - done) / rate:.0f}s" if rate > 0 and done < total else ""
             counts = f"{done:,}/{total:,}"
         else:
             bar, eta, counts = "", "", f"{done:,}"
-        line = f"\r{phase:<6} {bar}{counts} {unit} {rate:,.0f} {unit}/s{eta}"
-        self.out.write(line.ljust(79))
-        self.out.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.out.write("\n")
-            self.out.flush()
+        self.draw(f"\r{phase:<6} {bar}{counts} {unit} {rate:,.0f} {unit}/s{eta}", 79)
