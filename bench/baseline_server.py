@@ -12,50 +12,27 @@ No registry, metrics, auth, limits or interceptors: only the work itself.
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
-import json
 import multiprocessing
 import os
 import signal
 import sys
 import threading
 from concurrent import futures
-from pathlib import Path
 from typing import Any
 
 import grpc
 import tiktoken
+from tiktoken_offline import load_tiktoken  # bench/ is the script's directory
 
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
-
-DATA_DIR = Path(__file__).resolve().parent.parent / "core" / "data"
-
-
-def load_encoding(name: str) -> tiktoken.Encoding:
-    """A tiktoken Encoding from the shipped ``<name>.json`` + ``.tiktoken.gz`` (no network)."""
-    meta = json.loads((DATA_DIR / f"{name}.json").read_text(encoding="utf-8"))
-    ranks_name = meta["ranks_file"]
-    raw = gzip.decompress((DATA_DIR / f"{ranks_name}.gz").read_bytes())
-    ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in raw.splitlines() if line)
-    }
-    return tiktoken.Encoding(
-        name,
-        pat_str=meta["pat_str"],
-        mergeable_ranks=ranks,
-        special_tokens=meta["special_tokens"],
-        explicit_n_vocab=meta.get("explicit_n_vocab"),
-    )
 
 
 class BaselineService(pb_grpc.TokenizerServiceServicer):
     """Encode / CountTokens / Decode straight on tiktoken; the other RPCs are UNIMPLEMENTED."""
 
     def __init__(self, names: list[str]) -> None:
-        self.encodings = {name: load_encoding(name) for name in names}
+        self.encodings = {name: load_tiktoken(name) for name in names}
 
     def _encoding(self, ref: str, context: grpc.ServicerContext) -> tiktoken.Encoding:
         encoding = self.encodings.get(ref)

