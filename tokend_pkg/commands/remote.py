@@ -24,7 +24,8 @@ from tokend.core.errors import TokendError
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TOKENIZER = "o200k_base"
 
-Handler = Callable[[Client, argparse.Namespace], Any]
+# A remote command: prints its result; returns its exit status (None: 0).
+Handler = Callable[[Client, argparse.Namespace], int | None]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -144,14 +145,14 @@ def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
             with connect(args) as client:
-                handler(client, args)
+                status = handler(client, args)
         except RemoteError as err:
             _fail(args, err.code.name, err.details)
             return 1
         except (TokendError, ValueError, OSError) as err:
             _fail(args, "CLIENT_ERROR", str(err))
             return 1
-        return 0
+        return 0 if status is None else status
 
     return run
 
@@ -314,32 +315,28 @@ def run_remote_train(
     ``corpus`` (a local file) is streamed; or ``corpus_path`` names a file under the server's
     --train-dir. Prints the published reference (or, with ``detach``, the job id) on stdout.
     """
-    try:
-        with connect(args) as client:
-            handle = client.train(
-                name,
-                corpus,
-                vocab_size=vocab_size,
-                special_tokens=special_tokens,
-                pattern=pattern,
-                corpus_path=corpus_path,
-            )
-            if detach:
-                _emit_job(args, handle.job)
-                return 0
-            bar = ProgressBar(sys.stderr)
-            for job in handle.progress():
-                bar.update(job)
-            bar.close()
-            job = handle.job if handle.job.finished else handle.refresh()
-    except RemoteError as err:
-        _fail(args, err.code.name, err.details)
-        return 1
-    except (TokendError, ValueError, OSError) as err:
-        _fail(args, "CLIENT_ERROR", str(err))
-        return 1
-    _emit_job(args, job)
-    return 0 if job.published else 1
+
+    def follow(client: Client, args: argparse.Namespace) -> int:
+        handle = client.train(
+            name,
+            corpus,
+            vocab_size=vocab_size,
+            special_tokens=special_tokens,
+            pattern=pattern,
+            corpus_path=corpus_path,
+        )
+        if detach:
+            _emit_job(args, handle.job)
+            return 0
+        bar = ProgressBar(sys.stderr)
+        for job in handle.progress():
+            bar.update(job)
+        bar.close()
+        job = handle.job if handle.job.finished else handle.refresh()
+        _emit_job(args, job)
+        return 0 if job.published else 1
+
+    return _command(follow)(args)
 
 
 def _emit_job(args: argparse.Namespace, job: TrainJob) -> None:
