@@ -1,7 +1,7 @@
 """The tests' reference encoder: tiktoken built offline from the rank files tokend ships.
 
 Importable from any test as ``from tiktoken_reference import reference`` (pyproject puts
-``tests`` on pytest's ``pythonpath``). The ranks come from ``get_encoding`` (sha256-checked
+``tests/support`` on pytest's ``pythonpath``). The ranks come from ``get_encoding`` (sha256-checked
 against the shipped file on load), so the comparison is tokend's merging against tiktoken's.
 """
 
