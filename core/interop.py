@@ -7,14 +7,13 @@ caller, or from the built-in whose ranks are identical), ``gpt2`` (``vocab.json`
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tokend.core.builtins import BUILTIN_NAMES, load_builtin_spec
 from tokend.core.errors import InvalidInput
 from tokend.core.formats import (
     dump_tiktoken_bpe,
@@ -81,14 +80,11 @@ def parse_special(items: Sequence[str]) -> dict[str, int]:
 
 
 def _builtin_with_ranks(digest: str) -> tuple[str, dict[str, Any]] | None:
-    """The shipped encoding whose rank file has this sha256, if any."""
-    data = resources.files("tokend.core") / "data"
-    for entry in sorted(data.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".json"):
-            continue
-        spec = json.loads(entry.read_text())
-        if isinstance(spec, dict) and spec.get("ranks_sha256") == digest:
-            return entry.name.removesuffix(".json"), spec
+    """The built-in encoding whose rank file has this sha256, if any."""
+    for name in BUILTIN_NAMES:
+        spec = load_builtin_spec(name)
+        if spec["ranks_sha256"] == digest:
+            return name, spec
     return None
 
 
