@@ -316,9 +316,10 @@ def token_details(enc: Encoding, ids: Sequence[int]) -> list[pb.TokenDetail]:
     """Per-token piece bytes, byte offsets [start, end) and special flag (the TEI shape)."""
     pieces = enc.decode_tokens_bytes(ids)
     ends = list(accumulate(len(p) for p in pieces))
-    special_ids = set(enc.special_tokens.values())
     return [
-        pb.TokenDetail(id=i, piece=p, start=end - len(p), end=end, special=i in special_ids)
+        pb.TokenDetail(
+            id=i, piece=p, start=end - len(p), end=end, special=enc.is_special_token(i)
+        )
         for i, p, end in zip(ids, pieces, ends, strict=True)
     ]
 
