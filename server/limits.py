@@ -32,7 +32,7 @@ def check(what: str, value: int, limit: int, flag: str, *, field: str | None = N
 
 
 def utf8_len(text: str) -> int:
-    """Bytes of ``text`` in UTF-8 without encoding it when it is plainly small enough."""
+    """Bytes of ``text`` in UTF-8 (a lone surrogate counts as 3 bytes instead of raising)."""
     return len(text.encode("utf-8", errors="surrogatepass"))
 
 
