@@ -110,7 +110,7 @@ _TIKTOKEN_UNASSIGNED_RANGES = (
 def _unassigned_class_body() -> str:
     """The ranges above as the inside of a regex character class."""
     out = []
-    for item in "".join(_TIKTOKEN_UNASSIGNED_RANGES).split():
+    for item in _TIKTOKEN_UNASSIGNED_RANGES.split():
         lo, _, hi = item.partition("-")
         out.append(f"\\U{int(lo, 16):08x}")
         if hi:
