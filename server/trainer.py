@@ -11,7 +11,6 @@ reason; nothing is published unless training completed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import sys
 import threading
@@ -125,7 +124,7 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
                 "pattern": cfg["pattern"],
                 "pattern_name": result.pattern_name,
                 "job_id": job_id,
-                "stats": _plain(result.stats),
+                "stats": result.stats.to_dict(),
             },
             corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
         )
@@ -142,15 +141,6 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
     progress.stop()
     store.finish(job_id, SUCCEEDED, published=info.ref, **progress.snapshot())
     return 0
-
-
-def _plain(stats: object) -> object:
-    """Training statistics as JSON-friendly data (dataclass, dict or anything else)."""
-    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
-        return dataclasses.asdict(stats)
-    if isinstance(stats, dict):
-        return stats
-    return str(stats)
 
 
 def main(argv: list[str] | None = None) -> int:
