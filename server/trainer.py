@@ -30,7 +30,6 @@ from tokend.server.jobs import (
 )
 
 HEARTBEAT_SECONDS = 0.25
-HASH_BLOCK = 1 << 20
 
 
 class Progress:
@@ -75,11 +74,8 @@ class Progress:
 
 
 def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while block := fh.read(HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def run(job_dir: Path, registry_root: Path, workers: int) -> int:
