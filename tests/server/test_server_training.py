@@ -14,6 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 import tiktoken
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from tokend.core.registry import Registry
 from tokend.v1 import tokenizer_pb2 as pb
@@ -174,6 +176,23 @@ class TestJobLookups:
             err = rpc_error(lambda b=bad: server.stub.WatchTrainJob(
                 pb.WatchTrainJobRequest(job_id=b)).next())
             assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    def test_cancel_of_unknown_or_malformed_job_names_the_field(self, fresh_server) -> None:
+        server = fresh_server(admin_token=None)
+        for job_id, code in (("0" * 32, grpc.StatusCode.NOT_FOUND),
+                             ("../../etc", grpc.StatusCode.INVALID_ARGUMENT)):
+            err = rpc_error(lambda j=job_id: server.stub.CancelTrainJob(
+                pb.CancelTrainJobRequest(job_id=j)))
+            assert err.code() == code
+            assert job_id in err.details()
+            status = rpc_status.from_call(err)
+            assert status is not None
+            fields = []
+            for detail in status.details:
+                bad = error_details_pb2.BadRequest()
+                if detail.Unpack(bad):
+                    fields += [v.field for v in bad.field_violations]
+            assert fields == ["job_id"]
 
 
 # -- real jobs on `tokend serve` ------------------------------------------------------------
