@@ -214,8 +214,10 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
     def CancelTrainJob(
         self, request: pb.CancelTrainJobRequest, context: grpc.ServicerContext
     ) -> pb.CancelTrainJobResponse:
-        self._read(request.job_id)
-        job = self.jobs.cancel(request.job_id)
+        try:
+            job = self.jobs.cancel(request.job_id)
+        except TokendError as exc:
+            raise with_field(exc, "job_id") from None
         log_event("train_job_cancel", job_id=request.job_id, state=job["state"])
         return pb.CancelTrainJobResponse(job=job_to_proto(job))
 
