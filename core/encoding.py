@@ -536,11 +536,13 @@ class Encoding:
                     runs[j] = found[parts[j]]
             cache.record(n - 1 - len(few))
         else:
-            missing = Counter(compress(parts, map(is_, runs, repeat(None))))
+            # part 0 is left out here too: it is not a " " + part chunk
+            rest_missed = map(is_, islice(runs, 1, None), repeat(None))
+            missing = Counter(compress(islice(parts, 1, None), rest_missed))
             found = self._fill_misses(missing)
             # subtle: found.get(part, default) keeps the earlier hit for every other part
             runs = list(map(found.get, parts, runs))
-            cache.record(n - missing.total())
+            cache.record(n - 1 - missing.total())
         runs[0] = self._first_chunk(parts[0])  # no space before it: a different cache key
         return runs  # type: ignore[return-value]  # every None was replaced above
 
