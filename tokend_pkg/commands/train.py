@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -185,10 +184,10 @@ def _publish(
     training: dict[str, object],
     corpus: dict[str, object],
 ) -> str:
-    from tokend.core.registry import Registry  # noqa: PLC0415 (only when publishing)
+    from tokend.commands.registry import registry_root  # noqa: PLC0415 (only when publishing)
+    from tokend.core.registry import Registry  # noqa: PLC0415
 
-    root = args.registry or os.environ.get("TOKEND_REGISTRY") or _default_registry()
-    info = Registry(root).publish(
+    info = Registry(registry_root(args.registry)).publish(
         args.name,
         ranks=result.mergeable_ranks(),
         pat_str=result.pattern,
@@ -197,12 +196,6 @@ def _publish(
         corpus=corpus,
     )
     return info.ref
-
-
-def _default_registry() -> Path:
-    import platformdirs  # noqa: PLC0415
-
-    return Path(platformdirs.user_data_dir("tokend")) / "registry"
 
 
 class ProgressBar(LineProgress):
