@@ -25,15 +25,9 @@ from tokend.core.interop import (
 )
 from tokend.core.manifest import pattern_name
 from tokend.core.registry import Registry
+from tokend.server.config import default_registry_dir
 
 Handler = Callable[[Registry, argparse.Namespace], int]
-
-
-def default_registry() -> Path:
-    """The per-user registry folder used when neither --registry nor TOKEND_REGISTRY is set."""
-    import platformdirs  # noqa: PLC0415 (only needed when no folder is given)
-
-    return Path(platformdirs.user_data_dir("tokend")) / "registry"
 
 
 def registry_root(arg: Path | None) -> Path:
@@ -41,7 +35,7 @@ def registry_root(arg: Path | None) -> Path:
     if arg is not None:
         return arg
     env = os.environ.get("TOKEND_REGISTRY")
-    return Path(env) if env else default_registry()
+    return Path(env) if env else default_registry_dir()
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
