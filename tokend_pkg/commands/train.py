@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             if bar:
                 bar.close()
         corpus_info = _corpus_info(args.corpus)
-        training = _training_info(result, args)
+        training = _training_info(result)
         output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges)}
         if args.out is not None:
             output["files"] = _write_out(args.out, args.name, result, training, corpus_info)
@@ -144,7 +144,7 @@ def _corpus_info(paths: list[Path]) -> dict[str, object]:
     return {"sha256": digest.hexdigest(), "bytes": total, "files": [p.name for p in paths]}
 
 
-def _training_info(result: TrainResult, args: argparse.Namespace) -> dict[str, object]:
+def _training_info(result: TrainResult) -> dict[str, object]:
     return {
         "vocab_size": result.vocab_size,
         "special_tokens": list(result.special_tokens),
