@@ -8,7 +8,7 @@ tokend.core.errors classes; the interceptor turns them into status codes (errors
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import accumulate
 from typing import Any, Literal, TypeAlias
@@ -194,6 +194,7 @@ class TokenizerService(TrainingService):
         self, request: pb.ListTokenizersRequest, context: grpc.ServicerContext
     ) -> pb.ListTokenizersResponse:
         registry = self.tokenizers.registry
+        loaded = self.tokenizers.loaded()
         response = pb.ListTokenizersResponse()
         for info in registry.list():
             summary = response.tokenizers.add(
@@ -201,16 +202,16 @@ class TokenizerService(TrainingService):
                 latest_version=info.latest or 0,
             )
             summary.aliases.update(info.aliases)
-            summary.vocab_size = self._vocab_size(info.name, info.builtin)
+            summary.vocab_size = self._vocab_size(info.name, info.builtin, loaded)
         return response
 
-    def _vocab_size(self, name: str, builtin: bool) -> int:
+    def _vocab_size(self, name: str, builtin: bool, loaded: Mapping[str, Encoding]) -> int:
         """n_vocab of the latest version, without loading anything that is not loaded yet."""
         try:
             if builtin:
-                loaded = self.tokenizers.loaded().get(name)
-                if loaded is not None:
-                    return int(loaded.n_vocab)
+                encoding = loaded.get(name)
+                if encoding is not None:
+                    return int(encoding.n_vocab)
                 return builtin_vocab_size(name)
             manifest = self.tokenizers.registry.manifest(name)
             return int(manifest["n_vocab"])
