@@ -67,7 +67,7 @@ def validate_pattern(pat_str: str) -> None:
         compiled = regex.compile(pat_str)
     except regex.error as exc:
         raise InvalidInput(f"pattern {pat_str!r} does not compile: {exc}") from None
-    if compiled.fullmatch("") is not None or compiled.match("") is not None:
+    if compiled.match("") is not None:  # on "" any match is a full match
         raise InvalidInput(
             f"pattern {pat_str!r} matches the empty string; every match must consume text"
         )
