@@ -144,12 +144,6 @@ class ChunkCache(Generic[K, V]):
                 del old[key]
             self._evictions += count
 
-    def clear(self) -> None:
-        """Drop every entry (counters are kept)."""
-        with self._lock:
-            self._young = {}
-            self._old = {}
-
     def __len__(self) -> int:
         return len(self._young) + len(self._old)
 

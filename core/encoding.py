@@ -280,10 +280,6 @@ class Encoding:
         """Hits, misses, evictions and size of the chunk cache."""
         return self._cache.info()
 
-    def clear_cache(self) -> None:
-        """Empty the chunk cache (used by benchmarks to measure cold encoding)."""
-        self._cache.clear()
-
     # ------------------------------------------------------------------------------- encoding
 
     def encode_ordinary(self, text: str) -> list[int]:
