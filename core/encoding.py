@@ -122,6 +122,7 @@ class Encoding:
                     f"{n_tokens} tokens with a largest id of {self.max_token_value}"
                 )
         self._special_ids = frozenset(self._special_tokens.values())
+        self._special_set = frozenset(self._special_tokens)
         self._findall = compile_pattern(pat_str)
         self._chunkable = is_chunkable(pat_str)
         self._findall_ascii = compile_ascii_pattern(pat_str)
@@ -462,14 +463,17 @@ class Encoding:
         self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
     ) -> list[Ids]:
         """Id sequences whose concatenation is the encoding of ``text`` (tiktoken's rules)."""
-        if allowed_special == "all":
-            allowed: AbstractSet[str] = self.special_tokens_set
-        else:
-            allowed = allowed_special
-        if disallowed_special == "all":
-            disallowed: Collection[str] = self.special_tokens_set - allowed
-        else:
+        specials = self._special_set
+        allowed: AbstractSet[str] = specials if allowed_special == "all" else allowed_special
+        disallowed: Collection[str]
+        if disallowed_special != "all":
             disallowed = disallowed_special
+        elif not allowed:  # the default: reuse one frozenset (its hash is kept) for the matcher
+            disallowed = specials
+        elif allowed is specials:
+            disallowed = ()
+        else:
+            disallowed = specials - allowed
         if disallowed:
             prefix, matcher = _special_matcher(frozenset(disallowed))
             if not prefix or prefix in text:
@@ -485,7 +489,10 @@ class Encoding:
         """Split ``text`` at allowed special tokens and encode the ordinary text between."""
         if allowed:
             specials = self._special_tokens
-            usable = frozenset(s for s in allowed if s in specials)
+            if allowed is self._special_set:  # "all": no per-call copy of every special
+                usable = self._special_set
+            else:
+                usable = frozenset(s for s in allowed if s in specials)
             if usable:
                 prefix, matcher = _special_matcher(usable)
                 if not prefix or prefix in text:
