@@ -169,22 +169,34 @@ def is_chunkable(pat_str: str) -> bool:
 
 
 def compile_pattern(pat_str: str) -> Callable[[str], list[str]]:
-    """Text -> its pretokens (the whole matches), with the tiktoken-compatible twin of a
+    r"""Text -> its pretokens (the whole matches), with the tiktoken-compatible twin of a
     built-in pattern.
 
     ``findall`` is used when the pattern has no capturing group; with one it would return the
     group's text instead of the match (``(?P<w>[a-z]+)|[^a-z]`` on ``"ab 1"`` would give
     ``['ab', '', '']``), so such patterns take whole matches from ``finditer``.
 
+    A custom pattern may still match the empty string somewhere (``(?=b)|\w+|\s`` does before
+    every ``b``; validation can only test it on ``""``). An empty pretoken holds no bytes, so
+    such matches are dropped: every character is still encoded exactly once. (tiktoken loses
+    the following character there instead.) The built-in patterns never match empty and keep
+    the bare ``findall``.
+
     >>> compile_pattern(r"(?P<w>[a-z]+)|[^a-z]")("ab 1")
     ['ab', ' ', '1']
+    >>> compile_pattern(r"(?=b)|\w+|\s")("a b")
+    ['a', ' ', 'b']
     """
+    builtin = pat_str in TIKTOKEN_COMPATIBLE
     compiled = regex.compile(TIKTOKEN_COMPATIBLE.get(pat_str, pat_str))
     if compiled.groups == 0:
-        return compiled.findall
+        if builtin:
+            return compiled.findall
+        findall = compiled.findall
+        return lambda text: list(filter(None, findall(text)))
 
     def whole_matches(text: str) -> list[str]:
-        return [match.group() for match in compiled.finditer(text)]
+        return [m for m in map(regex.Match.group, compiled.finditer(text)) if m]
 
     return whole_matches
 

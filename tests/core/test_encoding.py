@@ -396,3 +396,13 @@ class TestCustomPatterns:
         for text in ("ab 1", "Hello, world!  42 times\n\tdone.", "naïve café 日本語 x1y2"):
             assert ours.encode(text) == theirs.encode(text)
             assert ours.decode(ours.encode(text)) == text
+
+    def test_empty_matches_lose_no_text(self) -> None:
+        """A custom pattern that matches the empty string mid-text still encodes every byte
+        (validation only tests the empty string, so such patterns get through)."""
+        ranks = get_encoding("r50k_base").mergeable_ranks
+        for pat_str in (r"(?=b)|\w+|\s", r"(?=b)|(\w+)|\s"):
+            enc = Encoding("custom", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+            for text in ("a b", "bb abba b", "b"):
+                assert enc.decode(enc.encode(text)) == text
+                assert enc.count(text, disallowed_special=()) == len(enc.encode(text))
