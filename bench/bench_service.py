@@ -1,23 +1,35 @@
 """Service benchmark: requests/s and p50/p99 of CountTokens and Encode on 1 KB and 16 KB texts,
 ``tokend serve`` against a baseline grpcio server that calls tiktoken directly, in one run.
 
-    .venv/bin/python bench/bench_service.py                 # ~2 minutes, prints a markdown table
-    .venv/bin/python bench/bench_service.py --duration 10 --clients 4 --threads 8
+    .venv/bin/python bench/bench_service.py                 # ~3 minutes, prints a markdown table
+    .venv/bin/python bench/bench_service.py --duration 3 --repeat 2 --rpc Encode --size "1 KB"
 
 Both servers are started by this script with the same shape: ``--workers`` processes sharing the
 port (SO_REUSEPORT) with a 16-thread pool each (tokend's defaults; the baseline mirrors them).
-Load: ``--clients`` processes x ``--threads`` threads, each a closed loop of blocking calls with
-``tokend.client.Client`` over its own channel; a warm-up, then ``--duration`` seconds measured.
-Each cell runs ``--repeat`` times per server, alternating which goes first, so drift hits
-both; the runs are pooled (req/s over their total time, percentiles over all calls).
-Texts are distinct slices of Shakespeare (tests/fixtures), cycled, so caches see realistic
-repetition, not one text.
-Note: the load generator runs on the same machine and competes with the servers for CPU.
+
+Load: ``--clients`` processes, each an asyncio loop holding ``--connections`` gRPC channels (one
+TCP connection each) with ``--inflight`` calls in flight per connection, closed loop. Requests
+are serialized once up front and sent as bytes; responses are not parsed (their contents are
+checked once per server before measuring: same ids and counts from both). This keeps the load
+generator cheap, since it shares the CPUs with the servers, and identical for both servers.
+subtle: the kernel spreads SO_REUSEPORT connections over the worker processes by a hash of the
+connection, and gRPC channels in one process share one connection unless told otherwise; with
+only a couple of connections, both can land on one worker and leave the other idle, which
+halves a server's throughput at random between runs (the earlier bench did exactly that). So
+every channel has its own connection (``grpc.use_local_subchannel_pool``) and there are many.
+
+Each cell runs ``--repeat`` times per server, alternating which goes first, after a priming pass
+that sends every text to both servers (caches warm, as in a long-running service). Reported:
+req/s and percentiles pooled over the runs, the min-max of the per-run req/s ratio, and server
+CPU time per call (user + system of all server processes over the measured window, from /proc),
+which varies much less than req/s when something else takes CPU.
+Texts are distinct slices of Shakespeare (tests/fixtures), cycled.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gzip
 import multiprocessing
 import multiprocessing.pool
@@ -30,14 +42,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
 
 from tokend.client import Client
+from tokend.client._convert import special_policy
+from tokend.v1 import tokenizer_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpora" / "shakespeare.txt.gz"
@@ -56,6 +73,8 @@ class Measurement:
     seconds: float
     p50_ms: float
     p99_ms: float
+    cpu_us: float  # server CPU (all its processes) per call
+    run_rps: tuple[float, ...]  # req/s of each run
 
     @property
     def rps(self) -> float:
@@ -124,73 +143,215 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 # -- the load generator (runs in client processes) ----------------------------------------------
 
 
-def client_process(
-    target: str, rpc: str, texts: Sequence[str], *, threads: int, warmup: float, duration: float
+def method_path(rpc: str) -> str:
+    return f"/tokend.v1.TokenizerService/{rpc}"
+
+
+def make_request(rpc: str, text: str) -> bytes:
+    """One serialized request: tokend.client's defaults (Encode refuses special-token text,
+    CountTokens counts it as plain text), built once so the load loop does no protobuf work."""
+    if rpc == "CountTokens":
+        return pb.CountTokensRequest(tokenizer=TOKENIZER, texts=[text]).SerializeToString()
+    policy = special_policy(frozenset(), "all")
+    return pb.EncodeRequest(
+        tokenizer=TOKENIZER, texts=[text], special_tokens=policy
+    ).SerializeToString()
+
+
+def channel_options(index: int) -> list[tuple[str, Any]]:
+    """Own subchannel pool: this channel opens its own TCP connection (see the module doc)."""
+    return [
+        ("grpc.use_local_subchannel_pool", 1),
+        ("grpc.max_receive_message_length", 64 << 20),
+        ("tokend.bench.connection", index),  # distinct args: never merged with another channel
+    ]
+
+
+async def closed_loop(
+    target: str,
+    rpc: str,
+    requests: Sequence[bytes],
+    *,
+    connections: int,
+    inflight: int,
+    measure_from: float,
+    stop_at: float,
 ) -> tuple[list[float], int]:
-    """Closed-loop load from ``threads`` threads; latencies (ms) of calls after the warm-up."""
-    start = time.monotonic()
-    measure_from = start + warmup
-    stop_at = measure_from + duration
-    latencies: list[list[float]] = [[] for _ in range(threads)]
-    errors = [0] * threads
+    """``connections x inflight`` callers, each sending its next request when the last one is
+    answered; latencies (ms) of calls started in [measure_from, stop_at) (monotonic clock)."""
+    channels = [
+        grpc.aio.insecure_channel(target, options=channel_options(i)) for i in range(connections)
+    ]
+    latencies: list[float] = []
+    errors = 0
 
-    def loop(index: int) -> None:
-        with Client(target, timeout=30) as client:
-            call = client.count_tokens if rpc == "CountTokens" else client.encode
-            i = index
-            while True:
-                text = texts[i % len(texts)]
-                i += threads
-                t0 = time.monotonic()
-                if t0 >= stop_at:
-                    return
-                try:
-                    call(TOKENIZER, text)
-                except Exception:
-                    if t0 >= measure_from:
-                        errors[index] += 1
-                    continue
+    async def caller(index: int, call: Any) -> None:
+        nonlocal errors
+        i = index
+        clock = time.monotonic
+        while True:
+            request = requests[i % len(requests)]
+            i += connections * inflight
+            t0 = clock()
+            if t0 >= stop_at:
+                return
+            try:
+                await call(request, timeout=30)
+            except grpc.RpcError:
                 if t0 >= measure_from:
-                    latencies[index].append((time.monotonic() - t0) * 1000)
+                    errors += 1
+                continue
+            if t0 >= measure_from:
+                latencies.append((clock() - t0) * 1000)
 
-    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return [x for per_thread in latencies for x in per_thread], sum(errors)
+    try:
+        for channel in channels:
+            await channel.channel_ready()
+        calls = [channel.unary_unary(method_path(rpc)) for channel in channels]
+        await asyncio.gather(
+            *(caller(i, calls[i % connections]) for i in range(connections * inflight))
+        )
+    finally:
+        for channel in channels:
+            await channel.close()
+    return latencies, errors
+
+
+def client_process(
+    target: str,
+    rpc: str,
+    texts: Sequence[str],
+    *,
+    connections: int,
+    inflight: int,
+    measure_from: float,
+    stop_at: float,
+) -> tuple[list[float], int]:
+    """Entry point of one load process (see closed_loop)."""
+    requests = [make_request(rpc, text) for text in texts]
+    return asyncio.run(
+        closed_loop(
+            target, rpc, requests, connections=connections, inflight=inflight,
+            measure_from=measure_from, stop_at=stop_at,
+        )
+    )  # fmt: skip
+
+
+def prime(target: str, texts: Sequence[str], connections: int) -> None:
+    """Send every text, for both RPCs, over each of ``connections`` connections: every worker
+    (each connection is hashed to one) has seen every text before anything is measured."""
+
+    async def run() -> None:
+        channels = [
+            grpc.aio.insecure_channel(target, options=channel_options(i))
+            for i in range(connections)
+        ]
+        try:
+            for rpc in RPCS:
+                requests = [make_request(rpc, text) for text in texts]
+                for channel in channels:
+                    call = channel.unary_unary(method_path(rpc))
+                    for start in range(0, len(requests), 8):
+                        batch = requests[start : start + 8]
+                        await asyncio.gather(*(call(r, timeout=60) for r in batch))
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    asyncio.run(run())
+
+
+def check_same_answers(targets: Sequence[str], texts: Sequence[str]) -> None:
+    """Both servers must give the same ids and counts, or the comparison means nothing."""
+    answers: dict[str, list[tuple[list[int], int]]] = {}
+    for target in targets:
+        with grpc.insecure_channel(target) as channel:
+            encode = channel.unary_unary(method_path("Encode"))
+            count = channel.unary_unary(method_path("CountTokens"))
+            answers[target] = []
+            for text in texts:
+                encoded = pb.EncodeResponse.FromString(encode(make_request("Encode", text)))
+                counted = pb.CountTokensResponse.FromString(
+                    count(make_request("CountTokens", text))
+                )
+                answers[target].append((list(encoded.results[0].ids), counted.total))
+    first, *rest = answers.values()
+    for target, other in zip(targets[1:], rest, strict=True):
+        if other != first:
+            raise RuntimeError(f"{target} answers differently from {targets[0]}: not comparable")
+    if any(len(ids) != total or not ids for ids, total in first):
+        raise RuntimeError("Encode and CountTokens disagree (or return nothing)")
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its child processes so far (Linux /proc)."""
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    pids.extend(int(child) for child in children)
+    ticks = 0
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One measured run of one cell: latencies (ms) of the calls made, errors, seconds."""
+    """One measured run of one cell: latencies (ms) of the calls made, errors, seconds, and the
+    server processes' CPU seconds over the measured window."""
 
     latencies: list[float]
     errors: int
     seconds: float
+    server_cpu: float
+
+    @property
+    def rps(self) -> float:
+        return len(self.latencies) / self.seconds
 
 
 def run_cell(
     pool: multiprocessing.pool.Pool,
     *,
     target: str,
+    server_pid: int,
     rpc: str,
     texts: Sequence[str],
     args: argparse.Namespace,
 ) -> Sample:
+    # Every load process starts at once and measures the same window of the monotonic clock
+    # (system-wide on Linux), so the server CPU read here covers exactly the measured calls.
+    start = time.monotonic() + 0.5  # time for the processes to build their requests
+    measure_from = start + args.warmup
+    stop_at = measure_from + args.duration
     # Each client process gets its own share of the texts so they do not move in lockstep.
     shares = [texts[i :: args.clients] or texts for i in range(args.clients)]
     jobs = [
         pool.apply_async(
             client_process,
             (target, rpc, share),
-            {"threads": args.threads, "warmup": args.warmup, "duration": args.duration},
+            {
+                "connections": args.connections,
+                "inflight": args.inflight,
+                "measure_from": measure_from,
+                "stop_at": stop_at,
+            },
         )
         for share in shares
     ]
+    time.sleep(max(0.0, measure_from - time.monotonic()))
+    cpu_before = server_cpu_seconds(server_pid)
+    time.sleep(max(0.0, stop_at - time.monotonic()))
+    cpu_after = server_cpu_seconds(server_pid)
     results = [job.get() for job in jobs]
     latencies = [x for lat, _ in results for x in lat]
-    return Sample(latencies, sum(err for _, err in results), args.duration)
+    return Sample(latencies, sum(err for _, err in results), args.duration, cpu_after - cpu_before)
 
 
 def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Measurement:
@@ -209,6 +370,8 @@ def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Me
         seconds=sum(sample.seconds for sample in samples),
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[p99_index],
+        cpu_us=sum(s.server_cpu for s in samples) / len(latencies) * 1e6,
+        run_rps=tuple(sample.rps for sample in samples),
     )
 
 
@@ -216,18 +379,23 @@ def table(results: list[Measurement]) -> str:
     """Markdown: one row per (rpc, size) with both servers and the tokend/baseline ratios."""
     by_key = {(m.server, m.rpc, m.size): m for m in results}
     lines = [
-        "| RPC | text | tokend req/s | baseline req/s | req/s ratio | tokend p50 / p99 ms "
-        "| baseline p50 / p99 ms | p99 ratio | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| RPC | text | tokend req/s | baseline req/s | req/s ratio | per-run ratio min-max "
+        "| tokend p50 / p99 ms | baseline p50 / p99 ms | p99 ratio "
+        "| server CPU µs/call tokend / baseline | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     cells = dict.fromkeys((m.rpc, m.size) for m in results)
     for rpc, size in cells:
         t = by_key[("tokend", rpc, size)]
         b = by_key[("baseline", rpc, size)]
+        # Run k of tokend and run k of the baseline are neighbours in time: pair them.
+        ratios = [x / y for x, y in zip(t.run_rps, b.run_rps, strict=True)]
         lines.append(
             f"| {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
+            f"| {min(ratios):.2f}-{max(ratios):.2f}x "
             f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
-            f"| {t.p99_ms / b.p99_ms:.2f}x | {t.errors} / {b.errors} |"
+            f"| {t.p99_ms / b.p99_ms:.2f}x | {t.cpu_us:,.0f} / {b.cpu_us:,.0f} "
+            f"| {t.errors} / {b.errors} |"
         )
     return "\n".join(lines)
 
@@ -241,14 +409,17 @@ def main(argv: list[str] | None = None) -> int:
         help="server processes, both servers (default: CPU count, tokend's)",
     )
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
-    parser.add_argument("--threads", type=int, default=8, help="threads per client process")
-    parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per cell")
+    parser.add_argument(
+        "--connections", type=int, default=8, help="connections per load process (own channels)"
+    )
+    parser.add_argument("--inflight", type=int, default=1, help="calls in flight per connection")
+    parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=1.5, help="unmeasured seconds first")
     parser.add_argument("--texts", type=int, default=256, help="distinct texts per size")
     parser.add_argument(
         "--repeat",
         type=int,
-        default=2,
+        default=3,
         help="runs per cell per server, alternating order; results pooled",
     )
     parser.add_argument("--rpc", choices=RPCS, action="append", help="only this RPC (repeatable)")
@@ -268,8 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         }
         for proc in procs.values():
             stack.callback(stop, proc)
-        for port in ports.values():
-            wait_serving(f"127.0.0.1:{port}")
+        targets = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+        for target in targets.values():
+            wait_serving(target)
+        check_same_answers(list(targets.values()), texts["1 KB"][:8] + texts["16 KB"][:4])
+        for name, target in targets.items():
+            t0 = time.monotonic()
+            for size in sizes:
+                prime(target, texts[size], args.connections)
+            print(f"  primed {name} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
         ctx = multiprocessing.get_context("spawn")
         pool = stack.enter_context(ctx.Pool(args.clients))
         for rpc in rpcs:
@@ -279,20 +457,22 @@ def main(argv: list[str] | None = None) -> int:
                     # Alternate who goes first, so neither always runs on a warmer machine.
                     order = ("tokend", "baseline") if rep % 2 == 0 else ("baseline", "tokend")
                     for name in order:
-                        sample = run_cell(pool, target=f"127.0.0.1:{ports[name]}", rpc=rpc,
-                                          texts=texts[size], args=args)  # fmt: skip
+                        sample = run_cell(pool, target=targets[name], server_pid=procs[name].pid,
+                                          rpc=rpc, texts=texts[size], args=args)  # fmt: skip
                         samples[name].append(sample)
+                        cpu_us = sample.server_cpu / max(1, len(sample.latencies)) * 1e6
                         print(f"  {name:<8} {rpc:<11} {size:>5} run {rep + 1}: "
-                              f"{len(sample.latencies) / sample.seconds:8,.0f} req/s  "
+                              f"{sample.rps:8,.0f} req/s  server CPU {cpu_us:6,.0f} µs/call  "
                               f"errors {sample.errors}", file=sys.stderr, flush=True)  # fmt: skip
                 for name, runs in samples.items():
                     results.append(summarize(name, rpc, size, runs))
     print(
         f"\n{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
-        f"Python {platform.python_version()}; servers: {args.workers} worker processes x 16 "
-        f"threads each; load: {args.clients} processes x {args.threads} threads, "
-        f"{args.repeat} x {args.duration:g} s per cell and server (each after {args.warmup:g} s "
-        f"warm-up), pooled; tokenizer {TOKENIZER}; {args.texts} distinct texts per size.\n"
+        f"Python {platform.python_version()}, grpcio {grpc.__version__}; servers: {args.workers} "
+        f"worker processes x 16 threads each; load: {args.clients} asyncio processes x "
+        f"{args.connections} connections x {args.inflight} in flight, {args.repeat} x "
+        f"{args.duration:g} s per cell and server (each after {args.warmup:g} s warm-up), "
+        f"pooled; tokenizer {TOKENIZER}; {args.texts} distinct texts per size.\n"
     )
     print(table(results))
     return 0
