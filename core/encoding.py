@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
-from collections import Counter
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, compress, filterfalse, islice, pairwise, repeat
-from operator import is_
+from itertools import accumulate, chain, compress, filterfalse, islice, pairwise, repeat
+from operator import add, is_, is_not, not_, sub
 from typing import Literal, TypeAlias
 
 import regex
@@ -24,10 +25,12 @@ from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo, ChunkCache
 from tokend.core.errors import DisallowedSpecialToken, InvalidInput, UnknownTokenId
 from tokend.core.patterns import GPT2_PATTERN
 from tokend.core.pretokenize import (
+    UNSAFE_SPACE,
     compile_ascii_pattern,
     compile_pattern,
     is_chunkable,
     last_safe_point,
+    mark_unsafe_spaces,
     split_at_safe_points,
 )
 
@@ -35,16 +38,26 @@ AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
 DisallowedSpecial: TypeAlias = Literal["all"] | Collection[str]
 Ids: TypeAlias = tuple[int, ...]
 # Cache keys: a str is a chunk that follows a safe-point space (the value encodes " " + key);
-# a 1-tuple is a chunk at the start of a segment; bytes is one regex pretoken.
-CacheKey: TypeAlias = str | tuple[str] | bytes
+# a 1-tuple is a chunk at the start of a segment. (BPE'd pretokens have a cache of their own.)
+CacheKey: TypeAlias = str | tuple[str]
 
 # Chunks longer than this are encoded but not cached: they rarely repeat and would pin memory.
 MAX_CACHED_CHUNK_CHARS = 1024
 _FRESH = ("", "")  # "".join-style copy: part.join(_FRESH) == part, as a new object
+_EMPTY: Ids = ()
+# A batch of chunks with at most this many pretokens each concatenates them with sum().
+_SUM_PIECES = 64
 # Up to this many misses are looked up one by one; more make a batch (one pass over all parts).
 FEW_MISSES = 128
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
+
+
+def _flatten(runs: list[Ids]) -> list[int]:
+    """The runs concatenated: list.extend driven by a C loop, faster than chain here."""
+    out: list[int] = []
+    deque(map(out.extend, runs), maxlen=0)
+    return out
 
 
 @functools.lru_cache(maxsize=128)
@@ -126,7 +139,11 @@ class Encoding:
         self._findall = compile_pattern(pat_str)
         self._chunkable = is_chunkable(pat_str)
         self._findall_ascii = compile_ascii_pattern(pat_str)
-        self._cache: ChunkCache[CacheKey, Ids] = ChunkCache(cache_entries)
+        # Chunks and BPE'd pretokens are kept apart: the chunk dict, probed for every part of
+        # every text, stays smaller and denser in memory. Pretokens get an eighth of the budget.
+        pieces = cache_entries // 8
+        self._cache: ChunkCache[CacheKey, Ids] = ChunkCache(cache_entries - pieces)
+        self._piece_cache: ChunkCache[bytes, Ids] = ChunkCache(pieces)
         # Special tokens with a space could straddle a safe point: stream them unsplit.
         self._iterable_splits = self._chunkable and not any(" " in s for s in special_tokens)
 
@@ -222,7 +239,7 @@ class Encoding:
             "ids": self._ids,
             "special_tokens": self._special_tokens,
             "explicit_n_vocab": self._explicit_n_vocab,
-            "cache_entries": self._cache.info().max_entries,
+            "cache_entries": self.cache_info().max_entries,
             "extra_decoder": self._extra_decoder,
         }
 
@@ -278,8 +295,15 @@ class Encoding:
         return sorted(self._ids)
 
     def cache_info(self) -> CacheInfo:
-        """Hits, misses, evictions and size of the chunk cache."""
-        return self._cache.info()
+        """Hits, misses, evictions and size of the caches (chunks and pretokens together)."""
+        chunks, pieces = self._cache.info(), self._piece_cache.info()
+        return CacheInfo(
+            hits=chunks.hits + pieces.hits,
+            misses=chunks.misses + pieces.misses,
+            evictions=chunks.evictions + pieces.evictions,
+            entries=chunks.entries + pieces.entries,
+            max_entries=chunks.max_entries + pieces.max_entries,
+        )
 
     # ------------------------------------------------------------------------------- encoding
 
@@ -291,9 +315,9 @@ class Encoding:
         [31373, 995]
         """
         try:
-            return list(chain.from_iterable(self._ordinary_runs(text)))
+            return _flatten(self._ordinary_runs(text))
         except UnicodeEncodeError:
-            return list(chain.from_iterable(self._ordinary_runs(_replace_surrogates(text))))
+            return _flatten(self._ordinary_runs(_replace_surrogates(text)))
 
     def encode(
         self,
@@ -312,7 +336,7 @@ class Encoding:
         >>> get_encoding("gpt2").encode("<|endoftext|>", allowed_special="all")
         [50256]
         """
-        return list(chain.from_iterable(self._runs(text, allowed_special, disallowed_special)))
+        return _flatten(self._runs(text, allowed_special, disallowed_special))
 
     def count(
         self,
@@ -509,17 +533,23 @@ class Encoding:
     def _ordinary_runs(self, text: str) -> list[Ids]:
         """Encode text without special tokens, as id sequences to be concatenated.
 
-        The text is cut at safe points (see ``tokend.core.pretokenize``): chunk 0 is
-        ``parts[0]`` and chunk k > 0 is ``" " + parts[k]``, each encodable on its own. The
-        cache maps a part (str) to the ids of ``" " + part``, so one ``map`` at C speed answers
-        most of the text; the distinct misses are then encoded in one batch.
+        The text is cut at safe points (see ``tokend.core.pretokenize``): for ASCII text,
+        unsafe spaces are marked, then ``str.split(" ")`` cuts at the rest. Chunk 0 is
+        ``parts[0]``, chunk k > 0 is ``" " + parts[k]`` (marked spaces restored). The cache
+        maps a part (str) to the ids of ``" " + part``, so one ``map`` at C speed answers
+        most of the text; the
+        distinct misses are then encoded in one batch.
         """
         if not text:
             return []
-        if not self._chunkable:
+        if not self._chunkable or UNSAFE_SPACE in text:
+            # (the marker must only ever mean a space: such rare text skips the chunk cache)
             return [self._encode_chunk(text)]
+        if text.isascii():  # a few str.replace calls and a split beat the regex
+            parts = mark_unsafe_spaces(text).split(" ")
+        else:  # but not on wide strings, where every replace is a slow scan
+            parts = split_at_safe_points(text)
         cache = self._cache
-        parts = split_at_safe_points(text)
         runs: list[Ids | None] = list(map(cache.young.get, parts))
         n = len(parts)
         # Positions of the first few misses (part 0 is handled below); index() scans in C.
@@ -534,60 +564,62 @@ class Encoding:
             pass
         if len(few) < FEW_MISSES:
             if few:
-                found = self._fill_misses(Counter([parts[j] for j in few]))
+                found = self._fill_misses(list(dict.fromkeys([parts[j] for j in few])))
                 for j in few:
                     runs[j] = found[parts[j]]
             cache.record(n - 1 - len(few))
         else:
             # part 0 is left out here too: it is not a " " + part chunk
-            rest_missed = map(is_, islice(runs, 1, None), repeat(None))
-            missing = Counter(compress(islice(parts, 1, None), rest_missed))
+            missed = map(is_, islice(runs, 1, None), repeat(None))
+            missing = list(dict.fromkeys(compress(islice(parts, 1, None), missed)))
             found = self._fill_misses(missing)
             # subtle: found.get(part, default) keeps the earlier hit for every other part
             runs = list(map(found.get, parts, runs))
-            cache.record(n - 1 - missing.total())
+            cache.record(n - 1 - len(missing))
         runs[0] = self._first_chunk(parts[0])  # no space before it: a different cache key
         return runs  # type: ignore[return-value]  # every None was replaced above
 
-    def _first_chunk(self, chunk: str) -> Ids:
+    def _first_chunk(self, part: str) -> Ids:
         """Ids of the chunk that starts a segment (cached under a 1-tuple key)."""
+        return self._cached_chunk((part,), part)
+
+    def _cached_chunk(self, key: CacheKey, chunk: str) -> Ids:
+        """Ids of ``chunk`` (which may hold marked spaces) through the cache, under ``key``."""
         if len(chunk) > MAX_CACHED_CHUNK_CHARS:
-            return self._encode_chunk(chunk)
+            return self._encode_chunk(chunk.replace(UNSAFE_SPACE, " "))
         cache = self._cache
-        key = (chunk,)
         ids = cache.young.get(key)
         if ids is None:
             ids = cache.get_cold(key)
             if ids is None:
-                ids = self._encode_chunk(chunk)
+                ids = self._encode_chunk(chunk.replace(UNSAFE_SPACE, " "))
                 cache.put(key, ids)
         return ids
 
-    def _fill_misses(self, missing: Counter[str]) -> dict[str, Ids]:
-        """{part: ids of " " + part} for parts that missed the young generation.
+    def _fill_misses(self, keys: list[str]) -> dict[str, Ids]:
+        """{key: ids of " " + key} for distinct keys that missed the young generation.
 
-        Parts found in the old generation are promoted instead of re-encoded. New entries are
-        created most frequent first, with fresh key strings: the hot entries then sit next to
-        each other in memory, which makes later warm lookups markedly faster (fewer cache
-        misses on a dict of 10^5 entries).
+        Keys come in text order (``_encode_joined`` relies on it). Keys found in the old
+        generation are promoted instead of re-encoded. New entries get fresh key strings,
+        allocated in order of first appearance (frequent words come first in most texts): hot
+        entries then sit next to each other in memory, which helps later warm lookups.
         """
-        old_get = self._cache.old.get
         found: dict[str, Ids] = {}
-        todo: list[str] = []
-        for part, _ in missing.most_common():
-            value = old_get(part)
-            if value is None:
-                todo.append(part.join(_FRESH))  # subtle: a new str object, allocated now
-            else:
-                found[part] = value
+        old = self._cache.old
+        todo = keys
+        if old:
+            olds = list(map(old.get, keys))
+            hit = list(map(is_not, olds, repeat(None)))
+            found.update(zip(compress(keys, hit), compress(olds, hit), strict=True))  # type: ignore[arg-type]
+            todo = list(compress(keys, map(not_, hit)))
+        todo = list(map(str.join, todo, repeat(_FRESH)))  # subtle: new str objects, made now
         self._cache.record(0, len(todo))
         if self._findall_ascii is not None:
-            ascii_parts = list(filter(str.isascii, todo))
-            if ascii_parts:
-                self._encode_joined(ascii_parts, self._findall_ascii, found)
-            if len(ascii_parts) < len(todo):
-                others = list(filterfalse(str.isascii, todo))
-                self._encode_joined(others, self._findall, found)
+            ascii_keys = list(filter(str.isascii, todo))
+            if ascii_keys:
+                self._encode_joined(ascii_keys, self._findall_ascii, found)
+            if len(ascii_keys) < len(todo):
+                self._encode_joined(list(filterfalse(str.isascii, todo)), self._findall, found)
         elif todo:
             self._encode_joined(todo, self._findall, found)
         cacheable = found
@@ -597,28 +629,44 @@ class Encoding:
         return found
 
     def _encode_joined(
-        self, parts: list[str], findall: Callable[[str], list[str]], out: dict[str, Ids]
+        self, keys: list[str], findall: Callable[[str], list[str]], out: dict[str, Ids]
     ) -> None:
-        """Encode " " + part for many chunk parts; the loops over parts and pieces run in C.
+        """Encode " " + key for many keys with one regex pass; the loops run in C.
 
-        ``findall`` is applied to each chunk on its own; Python code only runs for pretokens
-        that are not a single token (piece cache or BPE).
+        ``" " + " ".join(keys)`` has a safe point at every joining space, so its pretokens
+        are those of the chunks in turn: each key starts with non-whitespace, and ends with it
+        too but for a text's last part, which then comes last here (keys are in text order:
+        only the last part of a text can end in whitespace, a space after it being unsafe).
+        The pretokens are handed back to their chunk by end offset. Python code only runs for
+        pretokens that are not a single token (piece cache or BPE), once per distinct one.
+        Marked spaces in the keys are spaces again here, one character for one.
         """
-        piece_lists = list(map(findall, map(" ".__add__, parts)))
-        datas = list(map(str.encode, chain.from_iterable(piece_lists)))
+        pieces = findall((" " + " ".join(keys)).replace(UNSAFE_SPACE, " "))
+        piece_ends = list(accumulate(map(len, pieces)))
+        chunk_ends = accumulate(map(add, map(len, keys), repeat(1)))
+        ends = list(map(bisect_right, repeat(piece_ends), chunk_ends))
+        counts = list(map(sub, ends, chain((0,), ends)))
+        datas = list(map(str.encode, pieces))
         tokens = list(map(self._ids.get, datas))
-        # 1-tuples; the (None,) ones are replaced below
-        values: list[Ids] = list(zip(tokens))  # type: ignore[arg-type]
-        for k in compress(range(len(tokens)), map(is_, tokens, repeat(None))):
-            values[k] = self._encode_piece(datas[k])
-        # regroup: part i takes the next len(piece_lists[i]) values, concatenated
+        values: list[Ids] = list(zip(tokens))  # type: ignore[arg-type]  # Nones fixed below
+        missing = list(compress(range(len(tokens)), map(is_, tokens, repeat(None))))
+        if missing:
+            merged = dict.fromkeys(map(datas.__getitem__, missing), _EMPTY)
+            for data in merged:
+                merged[data] = self._encode_piece(data)
+            for k in missing:
+                values[k] = merged[datas[k]]
         shared = iter(values)
-        slices = map(islice, repeat(shared), map(len, piece_lists))
-        out.update(zip(parts, map(tuple, map(chain.from_iterable, slices)), strict=True))
+        slices = map(islice, repeat(shared), counts)
+        if max(counts) <= _SUM_PIECES:
+            # concatenating a chunk's few tuples with sum() is twice as fast as chaining
+            out.update(zip(keys, map(sum, slices, repeat(_EMPTY)), strict=True))
+        else:  # (sum is quadratic in the pieces per chunk)
+            out.update(zip(keys, map(tuple, map(chain.from_iterable, slices)), strict=True))
 
     def _encode_piece(self, data: bytes) -> Ids:
-        """BPE of one pretoken that is not itself a token, through the cache."""
-        cache = self._cache
+        """BPE of one pretoken that is not itself a token, through the piece cache."""
+        cache = self._piece_cache
         cached = cache.young.get(data)
         if cached is None:
             cached = cache.get_cold(data)

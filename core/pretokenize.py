@@ -234,3 +234,44 @@ def last_safe_point(text: str, lo: int = 0) -> int:
             return -1
         if not text[i - 1].isspace() and not text[i + 1].isspace():
             return i
+
+
+# Stands in for a space that is not a safe point, so that ``str.split(" ")`` cuts only at safe
+# points. A lone surrogate: the encoder replaces those (as tiktoken does) before marking, so
+# the marker never means anything but a space.
+UNSAFE_SPACE = "\x7f"
+_ASCII_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"  # str.isspace, ASCII, but " "
+_OTHER_SPACES = (
+    "\x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def mark_unsafe_spaces(text: str) -> str:
+    r"""``text`` with every space that is not a safe point replaced by :data:`UNSAFE_SPACE`.
+
+    ``mark_unsafe_spaces(text).split(" ")`` then gives the parts of
+    :func:`split_at_safe_points` (with the marker for their inner spaces), at C speed: a
+    handful of ``str.replace`` calls instead of a regex match per space. A space is unsafe
+    when it is at either end of the text or touches whitespace (``str.isspace``, as for the
+    regex): runs of spaces go first, then spaces beside each other whitespace character the
+    text holds, then the odd space left at the end of a run (which now touches a marker).
+    ``text`` must not hold the marker.
+
+    >>> mark_unsafe_spaces(" a b  c\td \n e ").replace(UNSAFE_SPACE, "_")
+    '_a b__c\td_\n_e_'
+    """
+    mark = UNSAFE_SPACE
+    spaces = _ASCII_SPACES if text.isascii() else _ASCII_SPACES + _OTHER_SPACES  # (fast check)
+    runs = "  " in text
+    if runs:
+        text = text.replace("  ", mark + mark)
+    for space in spaces:
+        if space in text:
+            text = text.replace(" " + space, mark + space).replace(space + " ", space + mark)
+    if runs:
+        text = text.replace(mark + " ", mark + mark)
+    if text.startswith(" "):
+        text = mark + text[1:]
+    if text.endswith(" "):
+        text = text[:-1] + mark
+    return text

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
 
 import pytest
+from tiktoken_reference import reference
 
 from tokend.core import get_encoding
 from tokend.core.cache import ChunkCache
@@ -116,3 +118,50 @@ class TestEncodingCache:
         before = enc.cache_info().hits
         enc.encode(small)
         assert enc.cache_info().hits >= before + 5
+
+
+class TestCacheContexts:
+    """A cached chunk is only reused where it means the same: ids never depend on history."""
+
+    TEXTS: ClassVar[list[str]] = [
+        "x foo\n",  # the last part "foo\n" is cached as a chunk that ends the text
+        "x foo\n bar",  # here "foo\n" is followed by an unsafe space
+        "x foo\n\n",
+        "a  b",
+        "a b",
+        " a",
+        "a ",
+        "a b ",
+        "a b  ",
+        "  a b",
+        "a\u007f b c",  # the marker character itself, as text
+        "a b\u007f c",
+        "a\tb c\t d",
+        "a b\u00a0 c d",
+        "x = 1\n    y = 2\n    z = 3",
+        "x = 1\n    y = 2\n    z = 3\n",
+        "sp \n  \n end",
+        # many new chunks, then a last part ending in whitespace: batched after all others
+        " ".join(f"w{i}" for i in range(300)) + " tail\n",
+        " ".join(f"w{i}" for i in range(300)) + " tail\n\t",  # cl100k: \s++$ vs \s*[\r\n]
+        "start " + " ".join(f"v{i}" for i in range(20)) + " end\n",
+    ]
+
+    @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base", "r50k_base"])
+    def test_texts_in_every_order(self, name: str) -> None:
+        """Each text gives tiktoken's ids after any of the others warmed the same cache."""
+        base = get_encoding(name)
+        expected = {text: reference(name).encode_ordinary(text) for text in self.TEXTS}
+        for first in self.TEXTS:
+            enc = Encoding(
+                name,
+                pat_str=base.pat_str,
+                mergeable_ranks=base.mergeable_ranks,
+                special_tokens=base.special_tokens,
+            )
+            enc.encode_ordinary(first * 3)
+            for text in self.TEXTS:
+                assert enc.encode_ordinary(text) == expected[text], (first, text)
+                assert enc.encode_ordinary(f"{text} {text}") == reference(name).encode_ordinary(
+                    f"{text} {text}"
+                )

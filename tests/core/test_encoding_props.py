@@ -28,7 +28,7 @@ def small_cache(name: str) -> Encoding:
 
 
 # Text built from the characters that decide chunk boundaries and pretoken shapes.
-TRICKY = [" ", " ", " ", "  ", "\n", "\r\n", "\t", "\u00a0", "\u3000", "\x1c", "\x0b"]
+TRICKY = [" ", " ", " ", "  ", "\n", "\r\n", "\t", "\u00a0", "\u3000", "\x1c", "\x0b", "\x7f"]
 WORDS = ["a", "the", "The", "THE", "don't", "I'LL", "x's", "'s", "'", "123", "4567", "é", "日本"]
 PUNCT = [".", ",", "!", "?", "...", "/", "//", "(", ")", "-", "'", '"', "#", "\\", "😀", "👍🏽"]
 SURROGATES = ["\ud800", "\udfff", "\ud83d", "\ude00"]
@@ -42,9 +42,18 @@ tricky_text = st.lists(
     ),
     max_size=40,
 ).map("".join)
+# ASCII text takes another splitting path (marked spaces and str.split) than wider text.
+ascii_tricky_text = st.lists(
+    st.sampled_from(
+        [" ", " ", " ", "  ", "   ", "\n", "\n ", " \n", "\r\n", "\t", "\x0b", "\x1c", "\x7f"]
+        + [w for w in WORDS + PUNCT if w.isascii()]
+    ),
+    max_size=40,
+).map("".join)
 any_text = st.one_of(
     st.text(max_size=60),
     tricky_text,
+    ascii_tricky_text,
     st.text(alphabet=st.characters(codec=None), max_size=30),
     st.lists(st.one_of(tricky_text, st.sampled_from(SURROGATES)), max_size=6).map("".join),
 )

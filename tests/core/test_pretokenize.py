@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from tokend.core.pretokenize import (
     ASCII_PATTERNS,
     CHUNKABLE_PATTERNS,
+    UNSAFE_SPACE,
     compile_ascii_pattern,
     compile_pattern,
     is_chunkable,
     last_safe_point,
+    mark_unsafe_spaces,
     split_at_safe_points,
 )
 
@@ -95,3 +97,32 @@ class TestSafePoints:
             (i for i in range(max(lo, 1), len(text)) if is_safe_point(text, i)), default=-1
         )
         assert last_safe_point(text, lo) == expected
+
+
+class TestMarkedSpaces:
+    """Marking unsafe spaces, then str.split, cuts exactly where split_at_safe_points does."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(text=st.one_of(unicode_text, ascii_text))
+    def test_same_parts_as_the_regex(self, text: str) -> None:
+        """Same parts (marks read back as spaces), and no mark where a space is safe."""
+        text = text.replace(UNSAFE_SPACE, "")  # (callers never pass text holding the mark)
+        marked = mark_unsafe_spaces(text)
+        assert len(marked) == len(text)
+        parts = [part.replace(UNSAFE_SPACE, " ") for part in marked.split(" ")]
+        assert parts == split_at_safe_points(text)
+        for i, char in enumerate(marked):
+            if char == UNSAFE_SPACE:
+                assert text[i] == " " and not is_safe_point(text, i)
+
+    def test_every_kind_of_unsafe_space(self) -> None:
+        """Runs of any length, both ends, and each whitespace character as a neighbour."""
+        others = [chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) != " "]
+        for space in others:
+            for text in (f"a {space}b", f"a{space} b", f" a {space}", f"a{space}   b c"):
+                parts = [p.replace(UNSAFE_SPACE, " ") for p in mark_unsafe_spaces(text).split(" ")]
+                assert parts == split_at_safe_points(text), repr(text)
+        for run in range(1, 6):
+            text = "a" + " " * run + "b c" + " " * run
+            parts = [p.replace(UNSAFE_SPACE, " ") for p in mark_unsafe_spaces(text).split(" ")]
+            assert parts == split_at_safe_points(text), repr(text)
