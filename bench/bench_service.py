@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ import grpc.aio
 
 from tokend.client import Client
 from tokend.client._convert import special_policy
+from tokend.server.config import ServerConfig
 from tokend.v1 import tokenizer_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +76,7 @@ class Measurement:
     p99_ms: float
     cpu_us: float  # server CPU (all its processes) per call
     run_rps: tuple[float, ...]  # req/s of each run
+    other: float  # the most CPUs other jobs took during one of the runs
 
     @property
     def rps(self) -> float:
@@ -113,19 +115,23 @@ def wait_serving(target: str, timeout: float = 60.0) -> None:
     raise TimeoutError(f"server at {target} not serving after {timeout}s: {last}")
 
 
-def start_tokend(port: int, workers: int, registry: Path) -> subprocess.Popen[bytes]:
+def start_tokend(
+    port: int, workers: int, registry: Path, threads: int | None = None
+) -> subprocess.Popen[bytes]:
     tokend = shutil.which("tokend", path=str(Path(sys.executable).parent)) or "tokend"
     cmd = [
         tokend, "serve", "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
         "--registry", str(registry), "--workers", str(workers),
     ]  # fmt: skip
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def start_baseline(port: int, workers: int) -> subprocess.Popen[bytes]:
+def start_baseline(port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable, str(ROOT / "bench" / "baseline_server.py"), "--port", str(port),
-        "--workers", str(workers), "--encodings", TOKENIZER,
+        "--workers", str(workers), "--threads", str(threads), "--encodings", TOKENIZER,
     ]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -283,22 +289,27 @@ def check_same_answers(targets: Sequence[str], texts: Sequence[str]) -> None:
         raise RuntimeError("Encode and CountTokens disagree (or return nothing)")
 
 
-def server_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its child processes so far (Linux /proc)."""
+def process_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU seconds so far of ``pid`` and of each of its child processes (Linux
+    /proc): a server's supervisor and its workers."""
     pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    pids.extend(int(child) for child in children)
-    ticks = 0
+    with suppress(OSError):
+        pids.extend(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+    seconds: dict[int, float] = {}
     for p in pids:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+        seconds[p] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(idle, steal) jiffies of the whole machine so far (/proc/stat): a run that left CPUs
+    idle or lost them to the hypervisor says so."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    return float(fields[3]) + float(fields[4]), float(fields[7])
 
 
 @dataclass(frozen=True)
@@ -310,6 +321,11 @@ class Sample:
     errors: int
     seconds: float
     server_cpu: float
+    busiest_share: float  # the busiest server process's part of server_cpu (balance check)
+    idle: float  # CPUs left idle over the window (0-ncpu), and lost to the hypervisor
+    steal: float
+    load_cpu: float  # CPU seconds of the load processes over the window
+    other: float  # CPUs busy with anything but the server and the load (other jobs)
 
     @property
     def rps(self) -> float:
@@ -321,6 +337,7 @@ def run_cell(
     *,
     target: str,
     server_pid: int,
+    other_server_pids: Sequence[int],
     rpc: str,
     texts: Sequence[str],
     args: argparse.Namespace,
@@ -346,12 +363,35 @@ def run_cell(
         for share in shares
     ]
     time.sleep(max(0.0, measure_from - time.monotonic()))
-    cpu_before = server_cpu_seconds(server_pid)
+    cpu_before, machine_before = process_cpu_seconds(server_pid), machine_cpu()
+    load_before = process_cpu_seconds(os.getpid())  # this process and the load processes
     time.sleep(max(0.0, stop_at - time.monotonic()))
-    cpu_after = server_cpu_seconds(server_pid)
+    cpu_after, machine_after = process_cpu_seconds(server_pid), machine_cpu()
+    load_after = process_cpu_seconds(os.getpid())
+    ticks = os.sysconf("SC_CLK_TCK") * args.duration
+    idle, steal = ((a - b) / ticks for a, b in zip(machine_after, machine_before, strict=True))
+    used = [cpu_after[p] - cpu_before.get(p, 0.0) for p in cpu_after]
+    servers = {server_pid, *other_server_pids}
+    load = sum(t - load_before.get(p, 0.0) for p, t in load_after.items() if p not in servers)
     results = [job.get() for job in jobs]
     latencies = [x for lat, _ in results for x in lat]
-    return Sample(latencies, sum(err for _, err in results), args.duration, cpu_after - cpu_before)
+    errors = sum(err for _, err in results)
+    total = sum(used)
+    busiest = max(used) / total if total > 0 else 0.0
+    busy = (os.cpu_count() or 1) - idle - steal
+    other = busy - (total + load) / args.duration
+    return Sample(latencies, errors, args.duration, total, busiest, idle, steal, load, other)
+
+
+def describe(sample: Sample) -> str:
+    """One run for the progress log: throughput, CPU per call, and what else used the CPUs."""
+    calls = max(1, len(sample.latencies))
+    return (
+        f"{sample.rps:8,.0f} req/s  server CPU {sample.server_cpu / calls * 1e6:6,.0f} µs/call "
+        f"(busiest process {sample.busiest_share:.0%}), load {sample.load_cpu / calls * 1e6:,.0f} "
+        f"µs/call; CPUs idle {sample.idle:.2f}, stolen {sample.steal:.2f}, other jobs "
+        f"{sample.other:.2f}; errors {sample.errors}"
+    )
 
 
 def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Measurement:
@@ -372,6 +412,7 @@ def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Me
         p99_ms=latencies[p99_index],
         cpu_us=sum(s.server_cpu for s in samples) / len(latencies) * 1e6,
         run_rps=tuple(sample.rps for sample in samples),
+        other=max(sample.other for sample in samples),
     )
 
 
@@ -381,8 +422,8 @@ def table(results: list[Measurement]) -> str:
     lines = [
         "| RPC | text | tokend req/s | baseline req/s | req/s ratio | per-run ratio min-max "
         "| tokend p50 / p99 ms | baseline p50 / p99 ms | p99 ratio "
-        "| server CPU µs/call tokend / baseline | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server CPU µs/call tokend / baseline | errors | other jobs (max CPUs) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     cells = dict.fromkeys((m.rpc, m.size) for m in results)
     for rpc, size in cells:
@@ -395,7 +436,7 @@ def table(results: list[Measurement]) -> str:
             f"| {min(ratios):.2f}-{max(ratios):.2f}x "
             f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
             f"| {t.p99_ms / b.p99_ms:.2f}x | {t.cpu_us:,.0f} / {b.cpu_us:,.0f} "
-            f"| {t.errors} / {b.errors} |"
+            f"| {t.errors} / {b.errors} | {max(t.other, b.other):.2f} |"
         )
     return "\n".join(lines)
 
@@ -407,6 +448,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=os.cpu_count() or 1,
         help="server processes, both servers (default: CPU count, tokend's)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="handler threads per server process, both servers (default: tokend's default)",
     )
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
     parser.add_argument(
@@ -422,10 +468,20 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="runs per cell per server, alternating order; results pooled",
     )
+    parser.add_argument(
+        "--max-other",
+        type=float,
+        default=0.15,
+        help="redo a pair of runs if other jobs used more CPUs than this during either",
+    )
+    parser.add_argument("--retries", type=int, default=3, help="redos per pair at most")
+    parser.add_argument("--retry-wait", type=float, default=5.0, help="seconds before a redo")
     parser.add_argument("--rpc", choices=RPCS, action="append", help="only this RPC (repeatable)")
     parser.add_argument("--size", choices=SIZES, action="append", help="only this text size")
     args = parser.parse_args(argv)  # fmt: skip
     rpcs = args.rpc or list(RPCS)
+    # The baseline mirrors tokend's shape: its default thread pool size unless told otherwise.
+    threads = args.threads if args.threads is not None else ServerConfig().threads
     sizes = args.size or list(SIZES)
 
     texts = {size: make_texts(n, args.texts) for size, n in SIZES.items()}
@@ -434,8 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         registry = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tokend-bench-")))
         ports = {"tokend": free_port(), "baseline": free_port()}
         procs = {
-            "tokend": start_tokend(ports["tokend"], args.workers, registry),
-            "baseline": start_baseline(ports["baseline"], args.workers),
+            "tokend": start_tokend(ports["tokend"], args.workers, registry, args.threads),
+            "baseline": start_baseline(ports["baseline"], args.workers, threads),
         }
         for proc in procs.values():
             stack.callback(stop, proc)
@@ -456,20 +512,30 @@ def main(argv: list[str] | None = None) -> int:
                 for rep in range(args.repeat):
                     # Alternate who goes first, so neither always runs on a warmer machine.
                     order = ("tokend", "baseline") if rep % 2 == 0 else ("baseline", "tokend")
-                    for name in order:
-                        sample = run_cell(pool, target=targets[name], server_pid=procs[name].pid,
-                                          rpc=rpc, texts=texts[size], args=args)  # fmt: skip
+                    for attempt in range(args.retries + 1):
+                        pair = {}
+                        for name in order:
+                            pair[name] = sample = run_cell(
+                                pool, target=targets[name], server_pid=procs[name].pid,
+                                other_server_pids=[p.pid for p in procs.values()], rpc=rpc,
+                                texts=texts[size], args=args,
+                            )  # fmt: skip
+                            print(f"  {name:<8} {rpc:<11} {size:>5} run {rep + 1}: "
+                                  f"{describe(sample)}", file=sys.stderr, flush=True)  # fmt: skip
+                        if max(x.other for x in pair.values()) <= args.max_other:
+                            break
+                        if attempt < args.retries:
+                            print(f"  other jobs took over {args.max_other} CPUs: run {rep + 1} "
+                                  f"again in {args.retry_wait:g} s", file=sys.stderr)  # fmt: skip
+                            time.sleep(args.retry_wait)
+                    for name, sample in pair.items():
                         samples[name].append(sample)
-                        cpu_us = sample.server_cpu / max(1, len(sample.latencies)) * 1e6
-                        print(f"  {name:<8} {rpc:<11} {size:>5} run {rep + 1}: "
-                              f"{sample.rps:8,.0f} req/s  server CPU {cpu_us:6,.0f} µs/call  "
-                              f"errors {sample.errors}", file=sys.stderr, flush=True)  # fmt: skip
                 for name, runs in samples.items():
                     results.append(summarize(name, rpc, size, runs))
     print(
         f"\n{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
         f"Python {platform.python_version()}, grpcio {grpc.__version__}; servers: {args.workers} "
-        f"worker processes x 16 threads each; load: {args.clients} asyncio processes x "
+        f"worker processes x {threads} threads each; load: {args.clients} asyncio processes x "
         f"{args.connections} connections x {args.inflight} in flight, {args.repeat} x "
         f"{args.duration:g} s per cell and server (each after {args.warmup:g} s warm-up), "
         f"pooled; tokenizer {TOKENIZER}; {args.texts} distinct texts per size.\n"
