@@ -315,9 +315,9 @@ class Encoding:
         [31373, 995]
         """
         try:
-            return _flatten(self._ordinary_runs(text))
+            return self._ordinary_ids(text)
         except UnicodeEncodeError:
-            return _flatten(self._ordinary_runs(_replace_surrogates(text)))
+            return self._ordinary_ids(_replace_surrogates(text))
 
     def encode(
         self,
@@ -336,7 +336,16 @@ class Encoding:
         >>> get_encoding("gpt2").encode("<|endoftext|>", allowed_special="all")
         [50256]
         """
-        return _flatten(self._runs(text, allowed_special, disallowed_special))
+        usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        try:
+            if usable is None:
+                return self._ordinary_ids(text)
+            return _flatten(self._special_runs(text, usable))
+        except UnicodeEncodeError:
+            text = _replace_surrogates(text)
+            if usable is None:
+                return self._ordinary_ids(text)
+            return _flatten(self._special_runs(text, usable))
 
     def count(
         self,
@@ -346,7 +355,16 @@ class Encoding:
         disallowed_special: DisallowedSpecial = "all",
     ) -> int:
         """``len(encode(text, ...))`` without building the list of ids."""
-        return sum(map(len, self._runs(text, allowed_special, disallowed_special)))
+        usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        try:
+            if usable is None:
+                return self._ordinary_count(text)
+            return sum(map(len, self._special_runs(text, usable)))
+        except UnicodeEncodeError:
+            text = _replace_surrogates(text)
+            if usable is None:
+                return self._ordinary_count(text)
+            return sum(map(len, self._special_runs(text, usable)))
 
     def encode_batch(
         self,
@@ -487,6 +505,17 @@ class Encoding:
         self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
     ) -> list[Ids]:
         """Id sequences whose concatenation is the encoding of ``text`` (tiktoken's rules)."""
+        usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        try:
+            return self._special_runs(text, usable)
+        except UnicodeEncodeError:
+            return self._special_runs(_replace_surrogates(text), usable)
+
+    def _allowed_in_text(
+        self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> frozenset[str] | None:
+        """Raise if ``text`` holds disallowed special-token text (tiktoken's rules); return the
+        allowed special tokens that may split it, or None when it is all ordinary text."""
         specials = self._special_set
         allowed: AbstractSet[str] = specials if allowed_special == "all" else allowed_special
         disallowed: Collection[str]
@@ -504,31 +533,78 @@ class Encoding:
                 match = matcher.search(text)
                 if match is not None:
                     raise DisallowedSpecialToken(match.group())
-        try:
-            return self._special_runs(text, allowed)
-        except UnicodeEncodeError:
-            return self._special_runs(_replace_surrogates(text), allowed)
-
-    def _special_runs(self, text: str, allowed: AbstractSet[str]) -> list[Ids]:
-        """Split ``text`` at allowed special tokens and encode the ordinary text between."""
         if allowed:
-            specials = self._special_tokens
-            if allowed is self._special_set:  # "all": no per-call copy of every special
-                usable = self._special_set
+            if allowed is specials:  # "all": no per-call copy of every special
+                usable = specials
             else:
                 usable = frozenset(s for s in allowed if s in specials)
             if usable:
-                prefix, matcher = _special_matcher(usable)
+                prefix, _ = _special_matcher(usable)
                 if not prefix or prefix in text:
-                    runs: list[Ids] = []
-                    start = 0
-                    for match in matcher.finditer(text):
-                        runs += self._ordinary_runs(text[start : match.start()])
-                        runs.append((specials[match.group()],))
-                        start = match.end()
-                    runs += self._ordinary_runs(text[start:])
-                    return runs
-        return self._ordinary_runs(text)
+                    return usable
+        return None
+
+    def _special_runs(self, text: str, usable: frozenset[str] | None) -> list[Ids]:
+        """Split ``text`` at the ``usable`` special tokens; encode the ordinary text between."""
+        if not usable:
+            return self._ordinary_runs(text)
+        specials = self._special_tokens
+        _, matcher = _special_matcher(usable)
+        runs: list[Ids] = []
+        start = 0
+        for match in matcher.finditer(text):
+            runs += self._ordinary_runs(text[start : match.start()])
+            runs.append((specials[match.group()],))
+            start = match.end()
+        runs += self._ordinary_runs(text[start:])
+        return runs
+
+    def _parts(self, text: str) -> list[str] | None:
+        """``text`` cut at safe points (see :meth:`_ordinary_runs`), or None when the chunk
+        cache does not apply (a pattern without the safe-point proof, or text holding the
+        character that marks unsafe spaces)."""
+        if not self._chunkable or UNSAFE_SPACE in text:
+            return None
+        if text.isascii():  # a few str.replace calls and a split beat the regex
+            return mark_unsafe_spaces(text).split(" ")
+        return split_at_safe_points(text)  # (on wide strings every replace is a slow scan)
+
+    def _ordinary_ids(self, text: str) -> list[int]:
+        """``encode_ordinary``'s core: when every chunk is cached, one C-level pass extends
+        the output (a miss raises TypeError at ``extend(None)``: then the full path)."""
+        if not text:
+            return []
+        parts = self._parts(text)
+        if parts is None:
+            return list(self._encode_chunk(text))
+        first = self._first_chunk(parts[0])
+        out = list(first)
+        if len(parts) > 1:
+            try:
+                lookups = map(self._cache.young.get, islice(parts, 1, None))
+                deque(map(out.extend, lookups), maxlen=0)  # type: ignore[arg-type]  # None: TypeError
+            except TypeError:
+                return _flatten(self._runs_of(parts, first))
+            self._cache.record(len(parts) - 1)
+        return out
+
+    def _ordinary_count(self, text: str) -> int:
+        """Like :meth:`_ordinary_ids` but summing lengths (``len(None)`` raises on a miss)."""
+        if not text:
+            return 0
+        parts = self._parts(text)
+        if parts is None:
+            return len(self._encode_chunk(text))
+        first = self._first_chunk(parts[0])
+        if len(parts) == 1:
+            return len(first)
+        try:
+            lookups = map(self._cache.young.get, islice(parts, 1, None))
+            total = sum(map(len, lookups))  # type: ignore[arg-type]  # None raises TypeError
+        except TypeError:
+            return sum(map(len, self._runs_of(parts, first)))
+        self._cache.record(len(parts) - 1)
+        return len(first) + total
 
     def _ordinary_runs(self, text: str) -> list[Ids]:
         """Encode text without special tokens, as id sequences to be concatenated.
@@ -542,13 +618,13 @@ class Encoding:
         """
         if not text:
             return []
-        if not self._chunkable or UNSAFE_SPACE in text:
-            # (the marker must only ever mean a space: such rare text skips the chunk cache)
+        parts = self._parts(text)
+        if parts is None:
             return [self._encode_chunk(text)]
-        if text.isascii():  # a few str.replace calls and a split beat the regex
-            parts = mark_unsafe_spaces(text).split(" ")
-        else:  # but not on wide strings, where every replace is a slow scan
-            parts = split_at_safe_points(text)
+        return self._runs_of(parts, None)
+
+    def _runs_of(self, parts: list[str], first: Ids | None) -> list[Ids]:
+        """The runs of a text cut into ``parts``; ``first``: chunk 0's ids if known."""
         cache = self._cache
         runs: list[Ids | None] = list(map(cache.young.get, parts))
         n = len(parts)
@@ -576,7 +652,8 @@ class Encoding:
             # subtle: found.get(part, default) keeps the earlier hit for every other part
             runs = list(map(found.get, parts, runs))
             cache.record(n - 1 - len(missing))
-        runs[0] = self._first_chunk(parts[0])  # no space before it: a different cache key
+        # no space before chunk 0: a different cache key
+        runs[0] = self._first_chunk(parts[0]) if first is None else first
         return runs  # type: ignore[return-value]  # every None was replaced above
 
     def _first_chunk(self, part: str) -> Ids:
