@@ -286,6 +286,15 @@ class Encoding:
         """Id of ``<|endoftext|>`` (KeyError if this encoding has none, as in tiktoken)."""
         return self._special_tokens["<|endoftext|>"]
 
+    @property
+    def streams_in_bounded_memory(self) -> bool:
+        """Whether ``encode_iterable`` holds only a bounded tail of the text.
+
+        True for the built-in patterns (safe cut points are proven for them) unless a special
+        token contains a space; with a custom pattern the whole text is buffered.
+        """
+        return self._iterable_splits
+
     def is_special_token(self, token: int) -> bool:
         """True for the id of a special token."""
         return token in self._special_ids

@@ -247,6 +247,41 @@ class TestIterableAndCount:
             enc.encode(text)
         )
 
+    def test_streams_in_bounded_memory(self) -> None:
+        """The property says whether streaming keeps a bounded tail, and it does."""
+        import tracemalloc
+
+        base = get_encoding("cl100k_base")
+        custom = Encoding(
+            "words",
+            pat_str=r"\S+|\s+",
+            mergeable_ranks=base.mergeable_ranks,
+            special_tokens={},
+        )
+        spaced = Encoding(
+            "spaced",
+            pat_str=base.pat_str,
+            mergeable_ranks=base.mergeable_ranks,
+            special_tokens={"<|a b|>": base.n_vocab},
+        )
+        assert base.streams_in_bounded_memory
+        assert not custom.streams_in_bounded_memory
+        assert not spaced.streams_in_bounded_memory
+
+        def peak_bytes(enc: Encoding, chunks: int) -> int:
+            texts = ("hello world, again " * 3000 for _ in range(chunks))  # 57 KB each
+            tracemalloc.start()
+            try:
+                for _ in enc.encode_iterable(texts):
+                    pass
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+        # four times the text: the same peak when streaming, four times it when buffering
+        assert peak_bytes(base, 60) < 1.5 * peak_bytes(base, 15)
+        assert peak_bytes(custom, 60) > 3 * peak_bytes(custom, 15)
+
     def test_encode_iterable_whitespace_runs(self) -> None:
         """Long runs without safe points still stream correctly."""
         enc = get_encoding("cl100k_base")
