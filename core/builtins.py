@@ -139,6 +139,17 @@ def load_builtin_spec(name: str) -> dict[str, Any]:
     return spec
 
 
+def builtin_n_vocab(name: str) -> int:
+    """n_vocab of a built-in from its JSON description, without loading its rank table.
+
+    Every built-in's ids end with its special tokens or, for p50k/r50k, at its declared
+    ``explicit_n_vocab`` (checked against the loaded tables and tiktoken by the tests).
+    """
+    spec = load_builtin_spec(name)
+    specials: dict[str, int] = spec.get("special_tokens") or {}
+    return max(int(spec.get("explicit_n_vocab") or 0), max(specials.values(), default=-1) + 1)
+
+
 def _load_ranks(ranks_file: str, sha256: str) -> dict[bytes, int]:
     # Called with _lock held; o200k_base and o200k_harmony share one parsed table.
     ranks = _ranks.get(ranks_file)

@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokend.core.builtins import encoding_name_for_model, get_encoding, list_encoding_names
+from tokend.core.builtins import (
+    builtin_n_vocab,
+    encoding_name_for_model,
+    get_encoding,
+    list_encoding_names,
+    load_builtin_spec,
+)
 from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     AlreadyExists,
@@ -441,14 +447,14 @@ class Registry:
     def manifest(self, ref: str) -> dict[str, Any]:
         """The manifest of the version ``ref`` resolves to (a synthetic one for built-ins)."""
         resolved = self.resolve(ref)
-        if resolved.builtin:
-            enc = get_encoding(resolved.name)
+        if resolved.builtin:  # from the JSON description: no rank table is loaded for this
+            spec = load_builtin_spec(resolved.name)
             return {
                 "name": resolved.name,
                 "builtin": True,
-                "pattern": enc.pat_str,
-                "special_tokens": dict(enc.special_tokens),
-                "n_vocab": enc.n_vocab,
+                "pattern": spec["pat_str"],
+                "special_tokens": dict(spec["special_tokens"]),
+                "n_vocab": builtin_n_vocab(resolved.name),
             }
         assert resolved.version is not None
         path = self._version_dir(resolved.name, resolved.version) / MANIFEST_FILE

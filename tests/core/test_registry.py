@@ -521,6 +521,40 @@ class TestBuiltins:
         assert manifest["builtin"] is True
         assert manifest["special_tokens"]["<|endoftext|>"] == 100257
 
+    def test_builtin_manifests_match_the_tables(self, breg: Registry) -> None:
+        """Built-in manifests (read from the JSON descriptions) agree with the loaded tables
+        and with tiktoken's n_vocab."""
+        from tiktoken_reference import reference
+
+        from tokend.core.builtins import get_encoding, list_encoding_names
+
+        for name in list_encoding_names():
+            manifest = breg.manifest(name)
+            enc = get_encoding(name)
+            assert manifest["pattern"] == enc.pat_str
+            assert manifest["special_tokens"] == enc.special_tokens
+            assert manifest["n_vocab"] == enc.n_vocab == reference(name).n_vocab
+
+    def test_builtin_manifest_loads_no_table(self, tmp_path: Path) -> None:
+        """Describing a built-in does not parse its rank file (a fresh process checks)."""
+        import subprocess
+        import sys
+
+        from tiktoken_reference import reference
+
+        code = (
+            "import sys\n"
+            "from tokend.core import builtins\n"
+            "from tokend.core.registry import Registry\n"
+            f"m = Registry({str(tmp_path)!r}).manifest('p50k_edit')\n"
+            "assert not builtins._ranks and not builtins._encodings\n"
+            "print(m['n_vocab'])\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
+        )
+        assert int(out.stdout) == reference("p50k_edit").n_vocab
+
     def test_builtin_data_for_export(self, breg: Registry) -> None:
         from tokend.core.builtins import get_encoding
 
