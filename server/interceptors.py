@@ -14,11 +14,13 @@ Health checking and reflection pass through untouched.
 from __future__ import annotations
 
 import hmac
+import itertools
 import logging
+import os
+import secrets
 import threading
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,7 @@ from tokend.core.errors import (
 )
 from tokend.server import metrics
 from tokend.server.errors import code_for, field_of, status_for
-from tokend.server.logs import log_event
+from tokend.server.logs import log_enabled, log_event
 
 SERVICE_PREFIX = "/tokend.v1.TokenizerService/"
 ADMIN_METHODS = frozenset({"Train", "CancelTrainJob"})
@@ -55,6 +57,28 @@ class ServerState:
         metrics.DRAINING.set(1)
 
 
+class _RequestIds:
+    """Fresh request ids: 32 hex digits, a random per-process prefix and a counter.
+
+    Unique like a uuid4 (64 random bits tell the processes apart, the counter the calls) but
+    without reading the OS's random source on every call. A forked child draws a new prefix.
+    """
+
+    def __init__(self) -> None:
+        self.reseed()
+        os.register_at_fork(after_in_child=self.reseed)
+
+    def reseed(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count(1)  # subtle: next() on it is atomic under the GIL
+
+    def new(self) -> str:
+        return f"{self._prefix}{next(self._counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+new_request_id = _RequestIds().new
+
+
 def request_id(context: grpc.ServicerContext) -> str:
     """The caller's ``x-request-id`` if it is sane (printable, short), else a fresh one."""
     for key, value in context.invocation_metadata():
@@ -62,7 +86,7 @@ def request_id(context: grpc.ServicerContext) -> str:
             if 0 < len(value) <= _MAX_REQUEST_ID and value.isprintable():
                 return value
             break
-    return uuid.uuid4().hex
+    return new_request_id()
 
 
 def bearer_token(context: grpc.ServicerContext) -> str | None:
@@ -224,23 +248,26 @@ def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-_counters: dict[tuple[str, grpc.StatusCode], Any] = {}  # label children, looked up once
-_histograms: dict[str, Any] = {}
+# (method, code) -> (its tokend_rpcs_total child, its method's tokend_rpc_seconds child):
+# label children are looked up once, not per call.
+_children: dict[tuple[str, grpc.StatusCode], tuple[Any, Any]] = {}
 
 
 def _record(method: str, code: grpc.StatusCode, start: float, rid: str) -> None:
     seconds = time.perf_counter() - start
-    counter = _counters.get((method, code))
-    if counter is None:
-        counter = _counters.setdefault((method, code), metrics.RPCS.labels(method, code.name))
+    children = _children.get((method, code))
+    if children is None:
+        children = _children.setdefault(
+            (method, code),
+            (metrics.RPCS.labels(method, code.name), metrics.RPC_SECONDS.labels(method)),
+        )
+    counter, histogram = children
     counter.inc()
-    histogram = _histograms.get(method)
-    if histogram is None:
-        histogram = _histograms.setdefault(method, metrics.RPC_SECONDS.labels(method))
     histogram.observe(seconds)
     # An access log line per call only at DEBUG (--log-level DEBUG): calls are not events.
-    log_event("rpc", level=logging.DEBUG, method=method, code=code.name,
-              ms=round(seconds * 1000, 3), request_id=rid)
+    if log_enabled(logging.DEBUG):  # (its fields are not even built otherwise)
+        log_event("rpc", level=logging.DEBUG, method=method, code=code.name,
+                  ms=round(seconds * 1000, 3), request_id=rid)
 
 
 def _format_exc(exc: BaseException) -> str:

@@ -43,6 +43,11 @@ def setup_logging(level: str = "INFO") -> None:
         _LOGGER.addHandler(handler)
 
 
+def log_enabled(level: int) -> bool:
+    """Whether an event at ``level`` would be written (skip building fields that would not)."""
+    return _LOGGER.isEnabledFor(level)
+
+
 def log_event(event: str, *, level: int = logging.INFO, **fields: Any) -> None:
     """Log one event with its fields (values that are not JSON become strings)."""
     if _LOGGER.isEnabledFor(level):

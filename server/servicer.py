@@ -86,7 +86,7 @@ class TokenizerService(TrainingService):
             result.ids.extend(ids)
             if request.include_details:
                 result.details.extend(token_details(enc, ids))
-        metrics.TOKENS_ENCODED.labels("Encode").inc(total)
+        count_encoded("Encode", total)
         return response
 
     def EncodeStream(
@@ -121,7 +121,7 @@ class TokenizerService(TrainingService):
                                               done=done)
         finally:
             stream.close()
-            metrics.TOKENS_ENCODED.labels("EncodeStream").inc(count)
+            count_encoded("EncodeStream", count)
 
     def Decode(self, request: pb.DecodeRequest, context: grpc.ServicerContext) -> pb.DecodeResponse:
         served = self._served(request.tokenizer)
@@ -180,7 +180,7 @@ class TokenizerService(TrainingService):
         if request.messages and not request.plain_text:
             messages_count += REPLY_PRIMING_TOKENS
         total = sum(counts) + messages_count
-        metrics.TOKENS_ENCODED.labels("CountTokens").inc(total)
+        count_encoded("CountTokens", total)
         response = pb.CountTokensResponse(
             tokenizer=served.ref, counts=counts, messages_count=messages_count, total=total,
             fits=True,
@@ -249,6 +249,17 @@ class TokenizerService(TrainingService):
                     out.versions.extend(info.versions)
                     out.aliases.update(info.aliases)
         return pb.GetTokenizerResponse(manifest=out)
+
+
+_encoded: dict[str, Any] = {}  # method -> its tokend_tokens_encoded_total child
+
+
+def count_encoded(method: str, tokens: int) -> None:
+    """Add to tokend_tokens_encoded_total{method} (the label child is looked up once)."""
+    child = _encoded.get(method)
+    if child is None:
+        child = _encoded.setdefault(method, metrics.TOKENS_ENCODED.labels(method))
+    child.inc(tokens)
 
 
 # -- conversions at the edge ---------------------------------------------------------------
