@@ -1,7 +1,8 @@
 """Servicer cost without gRPC: tokend's servicer vs the tiktoken baseline's, called in-process.
 
 Separates "how fast is the work" from "how fast is the service around it": each servicer method
-is called directly with a request object and a stand-in context, and the response serialized,
+is called directly with a request object and a stand-in context (tokend's through its
+interceptor, as in the server: request id, metrics, limits), and the response serialized,
 on 1 KB and 16 KB texts; passes of the two servicers are interleaved, medians reported.
 Companion to bench_service.py (which measures the whole service over gRPC).
 
@@ -25,12 +26,20 @@ from bench_service import SIZES, TOKENIZER, make_texts
 from tokend.client._convert import special_policy
 from tokend.server.app import make_server
 from tokend.server.config import ServerConfig
+from tokend.server.interceptors import ServerState, TokendInterceptor
 from tokend.server.servicer import TokenizerService
 from tokend.v1 import tokenizer_pb2 as pb
 
 
 class StandInContext:
-    """The few ServicerContext methods the servicers call on the success path."""
+    """The few ServicerContext methods the servicers and tokend's interceptor call on the
+    success path."""
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("user-agent", "grpc-python/bench"),)
+
+    def set_trailing_metadata(self, metadata: Any) -> None:
+        pass
 
     def is_active(self) -> bool:
         return True
@@ -83,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             "tokend": TokenizerService(config, built.tokenizers, built.jobs),
             "baseline": BaselineService([TOKENIZER]),
         }
+        # tokend's calls go through its interceptor, as in the server (request id, metrics).
+        interceptor = TokendInterceptor(ServerState(), admin_token=None)
         print("| RPC | text | tokend µs/call | baseline µs/call | tokend / baseline |")
         print("|---|---|---:|---:|---:|")
         for size, n in SIZES.items():
@@ -98,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for rpc, batch in requests.items():
                 methods = {name: getattr(servicer, rpc) for name, servicer in servicers.items()}
+                methods["tokend"] = interceptor._wrap_unary(rpc, methods["tokend"])
                 us = compare(methods, batch, args.repeat)
                 ratio = us["tokend"] / us["baseline"]
                 print(
