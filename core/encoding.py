@@ -622,8 +622,7 @@ class Encoding:
         unsafe spaces are marked, then ``str.split(" ")`` cuts at the rest. Chunk 0 is
         ``parts[0]``, chunk k > 0 is ``" " + parts[k]`` (marked spaces restored). The cache
         maps a part (str) to the ids of ``" " + part``, so one ``map`` at C speed answers
-        most of the text; the
-        distinct misses are then encoded in one batch.
+        most of the text; the distinct misses are then encoded in one batch.
         """
         if not text:
             return []
