@@ -1,7 +1,7 @@
 """Service benchmark: requests/s and p50/p99 of CountTokens and Encode on 1 KB and 16 KB texts,
 ``tokend serve`` against a baseline grpcio server that calls tiktoken directly, in one run.
 
-    .venv/bin/python bench/bench_service.py                 # ~3 minutes, prints a markdown table
+    .venv/bin/python bench/bench_service.py                 # ~5 minutes, prints a markdown table
     .venv/bin/python bench/bench_service.py --duration 3 --repeat 2 --rpc Encode --size "1 KB"
 
 Both servers are started by this script with the same shape: ``--workers`` processes sharing the
