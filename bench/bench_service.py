@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_service.py --duration 3 --repeat 2 --rpc Encode --size "1 KB"
 
 Both servers are started by this script with the same shape: ``--workers`` processes sharing the
-port (SO_REUSEPORT) with a 16-thread pool each (tokend's defaults; the baseline mirrors them).
+port (SO_REUSEPORT) with a ``--threads`` pool each (tokend's defaults; the baseline mirrors them).
 
 Load: ``--clients`` processes, each an asyncio loop holding ``--connections`` gRPC channels (one
 TCP connection each) with ``--inflight`` calls in flight per connection, closed loop. Requests
@@ -22,7 +22,10 @@ Each cell runs ``--repeat`` times per server, alternating which goes first, afte
 that sends every text to both servers (caches warm, as in a long-running service). Reported:
 req/s and percentiles pooled over the runs, the min-max of the per-run req/s ratio, and server
 CPU time per call (user + system of all server processes over the measured window, from /proc),
-which varies much less than req/s when something else takes CPU.
+which varies much less than req/s when something else takes CPU. Each run's line on stderr also
+gives the busiest server process's share of that CPU (a balance check), the load's CPU per call
+and the CPUs left idle, stolen by the hypervisor or taken by other jobs; a pair of runs during
+which other jobs took more than ``--max-other`` CPUs is redone (up to ``--retries`` times).
 Texts are distinct slices of Shakespeare (tests/fixtures), cycled.
 """
 
