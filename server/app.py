@@ -10,6 +10,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import cast
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -17,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 
 from tokend.core.registry import Registry
 from tokend.server.config import ServerConfig
+from tokend.server.executor import LifoThreadPool
 from tokend.server.interceptors import ServerState, TokendInterceptor
 from tokend.server.jobs import JobStore
 from tokend.server.logs import log_event
@@ -39,6 +41,7 @@ class TokendServer:
     jobs: JobStore
     health: health.HealthServicer
     state: ServerState
+    executor: LifoThreadPool | None = None  # the handlers' pool, shut down after the drain
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -65,6 +68,8 @@ class TokendServer:
         # clients do not retry; during this window new calls get a retryable UNAVAILABLE.
         time.sleep(min(self.config.drain_delay_seconds, grace))
         self.server.stop(grace).wait()
+        if self.executor is not None:
+            self.executor.shutdown(wait=False)
         self.tokenizers.stop()
         log_event("stopped", port=self.port)
 
@@ -123,8 +128,12 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
     jobs = JobStore(config.jobs_dir)
     state = ServerState()
+    # The most recently idle handler thread takes the next call (executor.py): under steady
+    # load a few warm threads serve it, fewer context switches and GIL hand-offs per call.
+    executor = LifoThreadPool(config.threads, thread_name_prefix="rpc")
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="rpc"),
+        # grpc's stubs name ThreadPoolExecutor, but grpc only calls submit() on it.
+        cast(futures.ThreadPoolExecutor, executor),
         interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
         options=grpc_options(config, reuse_port=reuse_port),
     )
@@ -149,4 +158,6 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"could not bind {address}")
-    return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state)
+    return TokendServer(
+        server, port, config, tokenizers, jobs, health_servicer, state, executor=executor
+    )
