@@ -63,7 +63,9 @@ class LocustClient:
     """``tokend.client.Client`` whose calls are reported to Locust's statistics."""
 
     def __init__(self, user: User, target: str) -> None:
-        self.client = Client(target, timeout=30)
+        # subtle: an own subchannel pool gives each user its own connection. Otherwise every
+        # user in the process shares one, which SO_REUSEPORT sends to a single worker process.
+        self.client = Client(target, timeout=30, options=[("grpc.use_local_subchannel_pool", 1)])
         self._events = user.environment.events
 
     def call(self, name: str, func: Callable[[], Any], size: int) -> None:
