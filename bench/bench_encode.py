@@ -184,6 +184,15 @@ def bench_text(label: str, text: str, name: str, reps: int, tmp: Path) -> list[R
     if warm.encode(text) != expected or warm.count(text) != len(expected):
         raise SystemExit("tokend disagrees with tiktoken")
 
+    # New text for a cache that has seen similar text: the second half of the text, encoded by
+    # a fresh Encoding that has encoded the first half (a service meeting a new document).
+    first_half, second_half = text[: len(text) // 2], text[len(text) // 2 :]
+
+    def warmed_on_first_half() -> Encoding:
+        enc = fresh_tokend(base)
+        enc.encode(first_half)
+        return enc
+
     # (library, operation, fn, setup): setup() runs untimed and its result is passed to fn
     jobs: list[tuple[str, str, Callable[..., Any], Callable[[], Any] | None]] = [
         ("tiktoken", "encode", lambda: tk.encode(text), None),
@@ -192,8 +201,15 @@ def bench_text(label: str, text: str, name: str, reps: int, tmp: Path) -> list[R
         ("tokend", "encode, cold cache", lambda enc: enc.encode(text), lambda: fresh_tokend(base)),
         ("tokend", "encode, warm cache", lambda: warm.encode(text), None),
         ("tokend", "count, warm cache", lambda: warm.count(text), None),
+        (
+            "tokend",
+            "encode, new text (2nd half; cache warmed on the 1st)",
+            lambda enc: enc.encode(second_half),
+            warmed_on_first_half,
+        ),
         ("tokend", "decode", lambda: warm.decode(expected), None),
     ]
+    half_mb = {len(jobs) - 2: len(second_half.encode()) / 1e6}  # that row's MB
     for peer, (encode, decode, note) in peers(name, tmp).items():
         ids = encode(text)  # also the warm-up (peers with caches get theirs filled)
         suffix = "" if ids == expected else " (ids differ from tiktoken!)"
@@ -208,7 +224,10 @@ def bench_text(label: str, text: str, name: str, reps: int, tmp: Path) -> list[R
         for k, (_, _, fn, setup) in enumerate(jobs):
             times[k] += timed(fn, 1, setup)
     print(f"tokend cache after the run: {warm.cache_info()}", file=sys.stderr)
-    return [Row(lib, op, mb, t) for (lib, op, _, _), t in zip(jobs, times, strict=True)]
+    return [
+        Row(lib, op, half_mb.get(k, mb), t)
+        for k, ((lib, op, _, _), t) in enumerate(zip(jobs, times, strict=True))
+    ]
 
 
 def print_table(title: str, rows: list[Row]) -> None:
