@@ -15,10 +15,9 @@ from typing import Any, Literal, TypeAlias
 
 import grpc
 
-from tokend.core.builtins import load_builtin_spec
+from tokend.core.builtins import builtin_n_vocab
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput, TokendError, UnknownTokenId
-from tokend.core.pretokenize import is_chunkable
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -100,7 +99,7 @@ class TokenizerService(TrainingService):
         allowed, disallowed = special_policy(first.special_tokens, served.encoding, default="all")
         chunks = _texts(first, request_iterator)
         max_bytes, flag = self.config.max_stream_bytes, "--max-stream-bytes"
-        if not streams_in_bounded_memory(served.encoding):
+        if not served.encoding.streams_in_bounded_memory:
             # The encoder must hold the whole text: bound it like one text of Encode.
             max_bytes, flag = min(max_bytes, self.config.max_text_bytes), "--max-text-bytes"
         stream = StreamEncoder(
@@ -212,7 +211,7 @@ class TokenizerService(TrainingService):
                 encoding = loaded.get(name)
                 if encoding is not None:
                     return int(encoding.n_vocab)
-                return builtin_vocab_size(name)
+                return builtin_n_vocab(name)
             manifest = self.tokenizers.registry.manifest(name)
             return int(manifest["n_vocab"])
         except TokendError:
@@ -302,26 +301,6 @@ def special_policy(
             InvalidInput(f"unknown disallowed_mode {mode}"), "special_tokens.disallowed_mode"
         )
     return allowed, disallowed
-
-
-def streams_in_bounded_memory(enc: Encoding) -> bool:
-    """Whether ``encode_iterable`` keeps only a bounded tail of the text for this encoding.
-
-    It does for the built-in patterns (safe cut points are proven for them) unless a special
-    token contains a space; a custom pattern buffers the whole text (see Encoding).
-    """
-    return is_chunkable(enc.pat_str) and not any(" " in s for s in enc.special_tokens)
-
-
-def builtin_vocab_size(name: str) -> int:
-    """n_vocab of a built-in from its JSON description (listing must not load every table).
-
-    Every built-in's ids end with its special tokens or, for p50k/r50k, at its declared
-    ``explicit_n_vocab``; tests compare the result with tiktoken for each built-in.
-    """
-    spec = load_builtin_spec(name)
-    specials = spec.get("special_tokens") or {}
-    return max(int(spec.get("explicit_n_vocab") or 0), max(specials.values(), default=-1) + 1)
 
 
 def token_details(enc: Encoding, ids: Sequence[int]) -> list[pb.TokenDetail]:

@@ -21,11 +21,9 @@ from grpc_status import rpc_status
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.builtins import list_encoding_names
 from tokend.core.registry import Registry
 from tokend.core.train import train_bpe
 from tokend.server import metrics
-from tokend.server.servicer import builtin_vocab_size
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -410,11 +408,6 @@ class TestCatalog:
                      "o200k_base", "o200k_harmony"):
             assert listed[name].builtin
             assert listed[name].vocab_size == tiktoken_ref(name).n_vocab, name
-
-    @pytest.mark.parametrize("name", list_encoding_names())
-    def test_builtin_vocab_size_without_loading(self, tiktoken_ref, name: str) -> None:
-        """The listing's vocab size of a built-in (from its JSON) is tiktoken's n_vocab."""
-        assert builtin_vocab_size(name) == tiktoken_ref(name).n_vocab
 
     def test_get_builtin(self, inproc, tiktoken_ref) -> None:
         manifest = inproc.stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer="gpt-4o")).manifest
