@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate, chain, compress, filterfalse, islice, pairwise, repeat
 from operator import add, is_, is_not, not_, sub
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar
 
 import regex
 
@@ -71,6 +71,17 @@ def _special_matcher(tokens: frozenset[str]) -> tuple[str, regex.Pattern[str]]:
 def _replace_surrogates(text: str) -> str:
     """tiktoken's fallback for text that is not valid UTF-8: pair surrogates, replace the rest."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+_T = TypeVar("_T")
+
+
+def _fixing_surrogates(encode: Callable[[str], _T], text: str) -> _T:
+    """``encode(text)``; if lone surrogates make that fail, of the text as tiktoken fixes it."""
+    try:
+        return encode(text)
+    except UnicodeEncodeError:
+        return encode(_replace_surrogates(text))
 
 
 class Encoding:
@@ -323,10 +334,7 @@ class Encoding:
         >>> get_encoding("gpt2").encode_ordinary("hello world")
         [31373, 995]
         """
-        try:
-            return self._ordinary_ids(text)
-        except UnicodeEncodeError:
-            return self._ordinary_ids(_replace_surrogates(text))
+        return _fixing_surrogates(self._ordinary_ids, text)
 
     def encode(
         self,
@@ -346,15 +354,11 @@ class Encoding:
         [50256]
         """
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
-        try:
-            if usable is None:
-                return self._ordinary_ids(text)
-            return _flatten(self._special_runs(text, usable))
-        except UnicodeEncodeError:
-            text = _replace_surrogates(text)
-            if usable is None:
-                return self._ordinary_ids(text)
-            return _flatten(self._special_runs(text, usable))
+        if usable is None:  # the common case: no runs list, see _ordinary_ids
+            return _fixing_surrogates(self._ordinary_ids, text)
+        return _flatten(
+            _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
+        )
 
     def count(
         self,
@@ -365,15 +369,11 @@ class Encoding:
     ) -> int:
         """``len(encode(text, ...))`` without building the list of ids."""
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
-        try:
-            if usable is None:
-                return self._ordinary_count(text)
-            return sum(map(len, self._special_runs(text, usable)))
-        except UnicodeEncodeError:
-            text = _replace_surrogates(text)
-            if usable is None:
-                return self._ordinary_count(text)
-            return sum(map(len, self._special_runs(text, usable)))
+        if usable is None:
+            return _fixing_surrogates(self._ordinary_count, text)
+        return sum(
+            map(len, _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text))
+        )
 
     def encode_batch(
         self,
@@ -515,10 +515,7 @@ class Encoding:
     ) -> list[Ids]:
         """Id sequences whose concatenation is the encoding of ``text`` (tiktoken's rules)."""
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
-        try:
-            return self._special_runs(text, usable)
-        except UnicodeEncodeError:
-            return self._special_runs(_replace_surrogates(text), usable)
+        return _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
 
     def _allowed_in_text(
         self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial

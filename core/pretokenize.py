@@ -237,8 +237,9 @@ def last_safe_point(text: str, lo: int = 0) -> int:
 
 
 # Stands in for a space that is not a safe point, so that ``str.split(" ")`` cuts only at safe
-# points. A lone surrogate: the encoder replaces those (as tiktoken does) before marking, so
-# the marker never means anything but a space.
+# points. DEL, an ASCII control character text rarely holds: the encoder sends text that does
+# hold it past the chunk cache, so in a cache key the marker only ever means a space (and
+# ASCII text stays ASCII, one byte per character, when marked).
 UNSAFE_SPACE = "\x7f"
 _ASCII_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"  # str.isspace, ASCII, but " "
 _OTHER_SPACES = (
@@ -261,7 +262,7 @@ def mark_unsafe_spaces(text: str) -> str:
     '_a b__c\td_\n_e_'
     """
     mark = UNSAFE_SPACE
-    spaces = _ASCII_SPACES if text.isascii() else _ASCII_SPACES + _OTHER_SPACES  # (fast check)
+    spaces = _ASCII_SPACES if text.isascii() else _ASCII_SPACES + _OTHER_SPACES
     runs = "  " in text
     if runs:
         text = text.replace("  ", mark + mark)
