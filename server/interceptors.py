@@ -248,22 +248,10 @@ def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-# (method, code) -> (its tokend_rpcs_total child, its method's tokend_rpc_seconds child):
-# label children are looked up once, not per call.
-_children: dict[tuple[str, grpc.StatusCode], tuple[Any, Any]] = {}
-
-
 def _record(method: str, code: grpc.StatusCode, start: float, rid: str) -> None:
     seconds = time.perf_counter() - start
-    children = _children.get((method, code))
-    if children is None:
-        children = _children.setdefault(
-            (method, code),
-            (metrics.RPCS.labels(method, code.name), metrics.RPC_SECONDS.labels(method)),
-        )
-    counter, histogram = children
-    counter.inc()
-    histogram.observe(seconds)
+    metrics.child(metrics.RPCS, method, code.name).inc()
+    metrics.child(metrics.RPC_SECONDS, method).observe(seconds)
     # An access log line per call only at DEBUG (--log-level DEBUG): calls are not events.
     if log_enabled(logging.DEBUG):  # (its fields are not even built otherwise)
         log_event("rpc", level=logging.DEBUG, method=method, code=code.name,

@@ -8,9 +8,11 @@ aggregates all of them. Without that variable (in-process tests) the default reg
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from http.server import ThreadingHTTPServer
+from typing import TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import (
@@ -22,9 +24,11 @@ from prometheus_client import (
     make_wsgi_app,
     multiprocess,
 )
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import REGISTRY
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+M = TypeVar("M", bound=MetricWrapperBase)
 
 RPCS = Counter(
     "tokend_rpcs_total", "RPCs finished, by method and status code", ["method", "code"]
@@ -67,6 +71,13 @@ CACHE_ENTRIES = Gauge(
 DRAINING = Gauge(
     "tokend_draining", "1 while a worker is draining for shutdown", multiprocess_mode="livemax"
 )
+
+
+@functools.cache
+def child(metric: M, *labels: str) -> M:
+    """``metric.labels(*labels)``, looked up once: per-call recording skips prometheus_client's
+    label checks and lock."""
+    return metric.labels(*labels)
 
 
 def render() -> bytes:

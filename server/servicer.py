@@ -250,15 +250,9 @@ class TokenizerService(TrainingService):
         return pb.GetTokenizerResponse(manifest=out)
 
 
-_encoded: dict[str, Any] = {}  # method -> its tokend_tokens_encoded_total child
-
-
 def count_encoded(method: str, tokens: int) -> None:
-    """Add to tokend_tokens_encoded_total{method} (the label child is looked up once)."""
-    child = _encoded.get(method)
-    if child is None:
-        child = _encoded.setdefault(method, metrics.TOKENS_ENCODED.labels(method))
-    child.inc(tokens)
+    """Add to tokend_tokens_encoded_total{method}."""
+    metrics.child(metrics.TOKENS_ENCODED, method).inc(tokens)
 
 
 # -- conversions at the edge ---------------------------------------------------------------

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from fresh_python import run_fresh
 
 
 class TestLayout:
@@ -17,10 +18,7 @@ class TestLayout:
             "bad = [m for m in heavy if m in sys.modules]\n"
             "print(','.join(bad))\n"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        assert out == ""
+        assert run_fresh(code).strip() == ""
 
     def test_client_loads_no_encoder(self) -> None:
         """The client needs only the stubs and tokend.core.errors: the encoder, trainer and
@@ -32,10 +30,7 @@ class TestLayout:
             "tokend.core.get_encoding  # and they still load on first use\n"
             "print('tokend.core.builtins' in sys.modules)\n"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout.split("\n")
-        assert out[:2] == ["", "True"]
+        assert run_fresh(code).split("\n")[:2] == ["", "True"]
 
     def test_lazy_exports_resolve(self) -> None:
         """Every name in tokend.core.__all__ is importable."""

@@ -141,9 +141,9 @@ class TestCacheContexts:
         "x = 1\n    y = 2\n    z = 3",
         "x = 1\n    y = 2\n    z = 3\n",
         "sp \n  \n end",
-        # many new chunks, then a last part ending in whitespace: batched after all others
+        # many new chunks and a last part ending in whitespace, encoded in one batch
         " ".join(f"w{i}" for i in range(300)) + " tail\n",
-        " ".join(f"w{i}" for i in range(300)) + " tail\n\t",  # cl100k: \s++$ vs \s*[\r\n]
+        " ".join(f"w{i}" for i in range(300)) + " tail\n\t",
         "start " + " ".join(f"v{i}" for i in range(20)) + " end\n",
     ]
 

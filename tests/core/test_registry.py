@@ -537,9 +537,7 @@ class TestBuiltins:
 
     def test_builtin_manifest_loads_no_table(self, tmp_path: Path) -> None:
         """Describing a built-in does not parse its rank file (a fresh process checks)."""
-        import subprocess
-        import sys
-
+        from fresh_python import run_fresh
         from tiktoken_reference import reference
 
         code = (
@@ -550,10 +548,7 @@ class TestBuiltins:
             "assert not builtins._ranks and not builtins._encodings\n"
             "print(m['n_vocab'])\n"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
-        )
-        assert int(out.stdout) == reference("p50k_edit").n_vocab
+        assert int(run_fresh(code)) == reference("p50k_edit").n_vocab
 
     def test_builtin_data_for_export(self, breg: Registry) -> None:
         from tokend.core.builtins import get_encoding

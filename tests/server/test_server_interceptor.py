@@ -4,14 +4,13 @@ unique, per process) and the DEBUG-only access log line."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 
 import grpc
 import pytest
+from fresh_python import run_fresh
 
 from tokend.server.interceptors import _record, _RequestIds, new_request_id
 
@@ -47,11 +46,7 @@ class TestRequestIds:
     def test_processes_draw_different_prefixes(self) -> None:
         """Worker processes (spawned) each draw their own prefix."""
         code = "from tokend.server.interceptors import new_request_id; print(new_request_id())"
-        prefixes = {
-            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True).stdout.strip()[:16]
-            for _ in range(2)
-        }
+        prefixes = {run_fresh(code).strip()[:16] for _ in range(2)}
         assert len(prefixes) == 2
 
 
