@@ -12,18 +12,22 @@ move-to-end on every hit:
 So an entry survives as long as it is used at least once between two turnovers, like an LRU
 with a coarse clock, and a cache big enough for the working set never evicts at all.
 Mutations take a lock; lookups do not.
+
+Beside the young dict, a dict of the same keys holds ``len(value)``: counting tokens then sums
+``map(young_sizes.get, keys)`` without calling ``len`` per chunk (~30% of a warm count's
+lookups, measured on shakespeare).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Sized
 from dataclasses import dataclass
 from itertools import islice
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
+V = TypeVar("V", bound=Sized)
 
 DEFAULT_CACHE_ENTRIES = 1 << 18  # shakespeare (5 MB) needs ~182k: chunks plus pretokens
 
@@ -42,9 +46,9 @@ class CacheInfo:
 class ChunkCache(Generic[K, V]):
     """Bounded two-generation cache; ``max_entries`` = 0 disables caching.
 
-    >>> cache: ChunkCache[str, int] = ChunkCache(4)
-    >>> cache.put("a", 1); cache.get("a"), cache.get("b")
-    (1, None)
+    >>> cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(4)
+    >>> cache.put("a", (1, 2)); cache.get("a"), cache.get("b"), cache.young_sizes["a"]
+    ((1, 2), None, 2)
     >>> cache.info().hits, cache.info().misses
     (1, 1)
     """
@@ -55,6 +59,7 @@ class ChunkCache(Generic[K, V]):
         self._max_entries = max_entries
         self._batch = max(1, max_entries // 16)  # evict at least this many at a time
         self._young: dict[K, V] = {}
+        self._young_sizes: dict[K, int] = {}  # the same keys as _young, always
         self._old: dict[K, V] = {}
         self._lock = threading.Lock()
         self._hits = 0
@@ -68,6 +73,11 @@ class ChunkCache(Generic[K, V]):
         Callers must treat it as read-only and report what they found with :meth:`record`.
         """
         return self._young
+
+    @property
+    def young_sizes(self) -> dict[K, int]:
+        """``{key: len(value)}`` for the young generation's keys (read-only, like young)."""
+        return self._young_sizes
 
     @property
     def old(self) -> dict[K, V]:
@@ -114,6 +124,7 @@ class ChunkCache(Generic[K, V]):
                 for key in items:
                     pop(key, None)
             self._young.update(items)
+            self._young_sizes.update(zip(items, map(len, items.values()), strict=True))
             if len(self._young) + len(self._old) > self._max_entries:
                 self._evict()
 
@@ -127,6 +138,7 @@ class ChunkCache(Generic[K, V]):
         # Called with the lock held.
         self._old.pop(key, None)
         self._young[key] = value
+        self._young_sizes[key] = len(value)
         if len(self._young) + len(self._old) > self._max_entries:
             self._evict()
 
@@ -137,7 +149,7 @@ class ChunkCache(Generic[K, V]):
             if excess <= 0:
                 return
             if not self._old:
-                self._old, self._young = self._young, {}
+                self._old, self._young, self._young_sizes = self._young, {}, {}
             old = self._old
             count = min(len(old), max(excess, self._batch))
             for key in list(islice(old, count)):

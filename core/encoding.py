@@ -597,7 +597,7 @@ class Encoding:
         return out
 
     def _ordinary_count(self, text: str) -> int:
-        """Like :meth:`_ordinary_ids` but summing lengths (``len(None)`` raises on a miss)."""
+        """Like :meth:`_ordinary_ids` but summing cached lengths (``+ None`` raises on a miss)."""
         if not text:
             return 0
         parts = self._parts(text)
@@ -607,8 +607,8 @@ class Encoding:
         if len(parts) == 1:
             return len(first)
         try:
-            lookups = map(self._cache.young.get, islice(parts, 1, None))
-            total = sum(map(len, lookups))  # type: ignore[arg-type]  # None raises TypeError
+            sizes = map(self._cache.young_sizes.get, islice(parts, 1, None))
+            total = sum(sizes)  # type: ignore[arg-type]  # None raises TypeError
         except TypeError:
             return sum(map(len, self._runs_of(parts, first)))
         self._cache.record(len(parts) - 1)

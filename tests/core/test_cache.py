@@ -18,52 +18,52 @@ class TestChunkCache:
 
     def test_bound_and_counters(self) -> None:
         """Never more than max_entries; hits, misses and evictions move."""
-        cache: ChunkCache[int, int] = ChunkCache(10)
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(10)
         for i in range(100):
             if cache.get(i) is None:
-                cache.put(i, i * 2)
+                cache.put(i, (i * 2,))
             assert len(cache) <= 10
         info = cache.info()
         assert info.misses == 100
         assert info.evictions >= 80
         assert info.entries == len(cache) <= 10
         assert info.max_entries == 10
-        assert cache.get(99) == 198
+        assert cache.get(99) == (198,)
         assert cache.info().hits == 1
 
     def test_recently_used_survive(self) -> None:
         """A key read between every insertion misses at most once per turnover of old."""
-        cache: ChunkCache[int, int] = ChunkCache(64)
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(64)
         hot_misses = 0
         for i in range(640):
-            cache.put(i, i)
+            cache.put(i, (i,))
             if cache.get(-1) is None:
                 hot_misses += 1
-                cache.put(-1, 7)
+                cache.put(-1, (7,))
         assert hot_misses <= 640 // 32
         assert cache.info().evictions > 500
 
     def test_working_set_that_fits_never_evicts(self) -> None:
         """Repeated passes over fewer keys than the bound are all hits after the first."""
-        cache: ChunkCache[int, int] = ChunkCache(100)
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(100)
         for _ in range(5):
             for key in range(100):
                 if cache.get(key) is None:
-                    cache.put(key, key)
+                    cache.put(key, (key,))
         info = cache.info()
         assert (info.misses, info.hits, info.evictions) == (100, 400, 0)
 
     @pytest.mark.parametrize("size", [0, 1, 2, 3])
     def test_tiny_sizes(self, size: int) -> None:
         """Size 0 disables caching; tiny sizes stay within their bound."""
-        cache: ChunkCache[int, int] = ChunkCache(size)
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(size)
         for i in range(20):
-            cache.put(i, i)
+            cache.put(i, (i,))
             assert len(cache) <= size
         if size == 0:
             assert cache.get(19) is None
         else:
-            assert cache.get(19) == 19
+            assert cache.get(19) == (19,)
 
     def test_negative_size(self) -> None:
         """A negative size is refused."""
@@ -72,7 +72,7 @@ class TestChunkCache:
 
     def test_threads(self) -> None:
         """Concurrent put/get keep the bound and never return a wrong value."""
-        cache: ChunkCache[int, int] = ChunkCache(64)
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(64)
         wrong: list[int] = []
 
         def work(offset: int) -> None:
@@ -80,8 +80,8 @@ class TestChunkCache:
                 key = (i * 7 + offset) % 300
                 value = cache.get(key)
                 if value is None:
-                    cache.put(key, key + 1)
-                elif value != key + 1:
+                    cache.put(key, (key + 1,) * (key % 3 + 1))
+                elif value != (key + 1,) * (key % 3 + 1):
                     wrong.append(key)
 
         threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
@@ -93,6 +93,27 @@ class TestChunkCache:
         assert len(cache) <= 64
         info = cache.info()
         assert info.hits + info.misses == 30000
+        assert cache.young_sizes == {k: len(v) for k, v in cache.young.items()}
+
+    def test_young_sizes_follow_young(self) -> None:
+        """young_sizes holds len(value) for exactly young's keys through inserts, batch
+        inserts, promotions from old and generation turnovers."""
+        cache: ChunkCache[int, tuple[int, ...]] = ChunkCache(40)
+        turnovers = promotions = 0
+        for step in range(400):
+            key = (step * 7) % 23
+            young_before = cache.young
+            if step % 4 == 0:
+                cache.put_many({10_000 + step + i: (step,) * i for i in range(1, 4)})
+            else:
+                in_old_only = key in cache.old and key not in cache.young
+                if cache.get(key) is None:
+                    cache.put(key, (step,) * (key % 4 + 1))
+                else:
+                    promotions += in_old_only
+            turnovers += cache.young is not young_before
+            assert cache.young_sizes == {k: len(v) for k, v in cache.young.items()}, step
+        assert turnovers > 5 and promotions > 20
 
 
 class TestEncodingCache:
