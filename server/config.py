@@ -41,6 +41,7 @@ class ServerConfig:
     metrics_port: int = 9464  # 0 disables the /metrics endpoint
     workers: int = field(default_factory=available_cpus)
     threads: int = 16  # gRPC handler threads per worker process
+    busy_calls: int = 2  # calls a worker runs at once (not counting long ones; executor.py)
     max_message_bytes: int = 16 * MiB
     max_batch: int = 1024  # texts per Encode/CountTokens, sequences per Decode, chat messages
     max_text_bytes: int = 8 * MiB  # one text of Encode/CountTokens (UTF-8 bytes)
@@ -72,6 +73,7 @@ class ServerConfig:
         for name in (
             "workers",
             "threads",
+            "busy_calls",
             "max_message_bytes",
             "max_batch",
             "max_text_bytes",
@@ -113,6 +115,9 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("metrics_port", "TOKEND_METRICS_PORT", int, "Prometheus /metrics port (0 disables)"),
     ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
     ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
+    ("busy_calls", "TOKEND_BUSY_CALLS", int,
+     "calls a worker runs at once; more wait in line, and a call running over 50 ms stops "
+     "counting, so streams and huge texts never hold the others up"),
     ("max_message_bytes", "TOKEND_MAX_MESSAGE_BYTES", int, "largest gRPC message received"),
     ("max_batch", "TOKEND_MAX_BATCH", int, "most texts / sequences / messages per request"),
     ("max_text_bytes", "TOKEND_MAX_TEXT_BYTES", int, "largest single text (UTF-8 bytes)"),

@@ -109,3 +109,87 @@ class TestLifoThreadPool:
     def test_max_workers_must_be_positive(self) -> None:
         with pytest.raises(ValueError, match="max_workers must be > 0, got 0"):
             LifoThreadPool(0)
+
+    def test_max_busy_must_be_positive(self) -> None:
+        with pytest.raises(ValueError, match="max_busy must be > 0, got 0"):
+            LifoThreadPool(4, max_busy=0)
+
+
+class TestBusyLimit:
+    """At most max_busy calls run at once, unless some have run longer than long_after."""
+
+    def test_short_calls_run_at_most_max_busy_at_once(self) -> None:
+        running, peak, lock = [0], [0], threading.Lock()
+
+        def task() -> None:
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.005)
+            with lock:
+                running[0] -= 1
+
+        with LifoThreadPool(8, max_busy=2, long_after=60) as pool:
+            for future in [pool.submit(task) for _ in range(30)]:
+                future.result(timeout=10)
+            assert peak[0] == 2
+            assert len(pool._threads) == 2  # no thread beyond the limit was ever needed
+
+    def test_waiting_calls_keep_submission_order(self) -> None:
+        order: list[int] = []
+        release = threading.Event()
+        with LifoThreadPool(4, max_busy=1, long_after=60) as pool:
+            blocker = pool.submit(release.wait, 10)
+            futures = [pool.submit(order.append, i) for i in range(6)]
+            release.set()
+            blocker.result(timeout=10)
+            for future in futures:
+                future.result(timeout=10)
+        assert order == list(range(6))
+
+    def test_a_call_waits_while_the_busy_one_is_young(self) -> None:
+        release = threading.Event()
+        with LifoThreadPool(4, max_busy=1, long_after=60) as pool:
+            blocker = pool.submit(release.wait, 10)
+            waiting = pool.submit(threading.get_ident)
+            time.sleep(0.2)
+            assert not waiting.done()
+            release.set()
+            waiting.result(timeout=10)
+            blocker.result(timeout=10)
+
+    def test_long_calls_stop_counting(self) -> None:
+        """Calls that outlive long_after (streams, huge texts) do not hold up short ones:
+        both blockers still wait while the short calls run and finish."""
+        release = threading.Event()
+        with LifoThreadPool(8, max_busy=1, long_after=0.05) as pool:
+            blockers = [pool.submit(release.wait, 30) for _ in range(2)]
+            shorts = [pool.submit(threading.get_ident) for _ in range(5)]
+            for future in shorts:
+                future.result(timeout=10)
+            assert not any(b.done() for b in blockers)
+            release.set()
+            assert all(b.result(timeout=10) for b in blockers)
+
+    def test_max_workers_still_caps_threads(self) -> None:
+        """All threads taken by long calls: the next call waits for one to finish."""
+        release = threading.Event()
+        with LifoThreadPool(2, max_busy=1, long_after=0.01) as pool:
+            blockers = [pool.submit(release.wait, 30) for _ in range(2)]
+            waiting = pool.submit(threading.get_ident)
+            time.sleep(0.2)
+            assert not waiting.done() and len(pool._threads) == 2
+            release.set()
+            waiting.result(timeout=10)
+            assert all(b.result(timeout=10) for b in blockers)
+
+    def test_shutdown_still_runs_waiting_calls(self) -> None:
+        release = threading.Event()
+        pool = LifoThreadPool(4, max_busy=1, long_after=60)
+        blocker = pool.submit(release.wait, 10)
+        queued = [pool.submit(int, str(i)) for i in range(3)]
+        pool.shutdown(wait=False)
+        release.set()
+        assert blocker.result(timeout=10) is True
+        assert [f.result(timeout=10) for f in queued] == [0, 1, 2]
+        wait_until(lambda: not any(t.is_alive() for t in pool._threads))

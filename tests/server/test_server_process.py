@@ -341,3 +341,24 @@ class TestCommandLine:
         assert (config.max_batch, config.port, config.registry) == (7, 6000, tmp_path)
         with pytest.raises(ValueError, match="TOKEND_PORT"):
             config_from(args, {"TOKEND_PORT": "many"})
+
+    def test_busy_calls_setting_reaches_the_handler_pool(self, tmp_path: Path) -> None:
+        """--busy-calls / TOKEND_BUSY_CALLS bound the calls a worker runs at once."""
+        import argparse
+
+        from tokend.commands.serve import register
+        from tokend.server.app import make_server
+        from tokend.server.config import ServerConfig, config_from
+
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers())
+        env = {"TOKEND_BUSY_CALLS": "3", "TOKEND_REGISTRY": str(tmp_path)}
+        assert config_from(parser.parse_args(["serve"]), env).busy_calls == 3
+        config = config_from(parser.parse_args(["serve", "--busy-calls", "5", "--port", "0"]), env)
+        server = make_server(config)
+        try:
+            assert server.executor is not None and server.executor._max_busy == 5
+        finally:
+            server.server.stop(None)
+        with pytest.raises(ValueError, match="--busy-calls must be at least 1"):
+            ServerConfig(busy_calls=0)
