@@ -6,6 +6,8 @@
 
 Both servers are started by this script with the same shape: ``--workers`` processes sharing the
 port (SO_REUSEPORT) with a ``--threads`` pool each (tokend's defaults; the baseline mirrors them).
+tokend also runs at most ``--busy-calls`` calls at once per worker (its default, 2); the baseline
+is the stock ``grpc.server`` thread pool.
 
 Load: ``--clients`` processes, each an asyncio loop holding ``--connections`` gRPC channels (one
 TCP connection each) with ``--inflight`` calls in flight per connection, closed loop. Requests
