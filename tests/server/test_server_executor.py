@@ -20,6 +20,23 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.001)
 
 
+def peak_concurrency(pool: LifoThreadPool, tasks: int, seconds: float) -> int:
+    """Run ``tasks`` sleeping tasks on ``pool``; the most that ran at the same time."""
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def task() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(seconds)
+        with lock:
+            running[0] -= 1
+
+    for future in [pool.submit(task) for _ in range(tasks)]:
+        future.result(timeout=10)
+    return peak[0]
+
+
 class TestLifoThreadPool:
     def test_results_and_exceptions_reach_the_future(self) -> None:
         with LifoThreadPool(2) as pool:
@@ -54,26 +71,24 @@ class TestLifoThreadPool:
             assert len(idents) == 1 and len(pool._threads) == 1
 
     def test_never_more_than_max_workers_at_once(self) -> None:
-        running, peak, lock = [0], [0], threading.Lock()
-
-        def task() -> None:
-            with lock:
-                running[0] += 1
-                peak[0] = max(peak[0], running[0])
-            time.sleep(0.01)
-            with lock:
-                running[0] -= 1
-
         with LifoThreadPool(3) as pool:
-            futures = [pool.submit(task) for _ in range(20)]
-            for future in futures:
-                future.result(timeout=10)
-            assert peak[0] == 3 and len(pool._threads) == 3
+            assert peak_concurrency(pool, 20, 0.01) == 3
+            assert len(pool._threads) == 3
 
-    def test_waiting_tasks_run_in_submission_order(self) -> None:
+    @pytest.mark.parametrize(
+        "make_pool",
+        [
+            lambda: LifoThreadPool(1),  # waiting for a thread
+            lambda: LifoThreadPool(4, max_busy=1, long_after=60),  # waiting for the busy limit
+        ],
+        ids=["max_workers", "max_busy"],
+    )
+    def test_waiting_tasks_run_in_submission_order(
+        self, make_pool: Callable[[], LifoThreadPool]
+    ) -> None:
         order: list[int] = []
         release = threading.Event()
-        with LifoThreadPool(1) as pool:
+        with make_pool() as pool:
             blocker = pool.submit(release.wait, 10)
             futures = [pool.submit(order.append, i) for i in range(5)]
             release.set()
@@ -119,33 +134,9 @@ class TestBusyLimit:
     """At most max_busy calls run at once, unless some have run longer than long_after."""
 
     def test_short_calls_run_at_most_max_busy_at_once(self) -> None:
-        running, peak, lock = [0], [0], threading.Lock()
-
-        def task() -> None:
-            with lock:
-                running[0] += 1
-                peak[0] = max(peak[0], running[0])
-            time.sleep(0.005)
-            with lock:
-                running[0] -= 1
-
         with LifoThreadPool(8, max_busy=2, long_after=60) as pool:
-            for future in [pool.submit(task) for _ in range(30)]:
-                future.result(timeout=10)
-            assert peak[0] == 2
+            assert peak_concurrency(pool, 30, 0.005) == 2
             assert len(pool._threads) == 2  # no thread beyond the limit was ever needed
-
-    def test_waiting_calls_keep_submission_order(self) -> None:
-        order: list[int] = []
-        release = threading.Event()
-        with LifoThreadPool(4, max_busy=1, long_after=60) as pool:
-            blocker = pool.submit(release.wait, 10)
-            futures = [pool.submit(order.append, i) for i in range(6)]
-            release.set()
-            blocker.result(timeout=10)
-            for future in futures:
-                future.result(timeout=10)
-        assert order == list(range(6))
 
     def test_a_call_waits_while_the_busy_one_is_young(self) -> None:
         release = threading.Event()
