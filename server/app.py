@@ -22,7 +22,14 @@ from tokend.server.executor import LifoThreadPool
 from tokend.server.interceptors import ServerState, TokendInterceptor
 from tokend.server.jobs import JobStore
 from tokend.server.logs import log_event
-from tokend.server.metrics import CACHE_ENTRIES, CACHE_EVICTIONS, CACHE_HITS, CACHE_MISSES
+from tokend.server.metrics import (
+    CACHE_ENTRIES,
+    CACHE_EVICTIONS,
+    CACHE_HITS,
+    CACHE_MISSES,
+    CALLS_WAITED,
+    CALLS_WAITING,
+)
 from tokend.server.servicer import TokenizerService
 from tokend.server.tokenizers import Tokenizers
 from tokend.v1 import tokenizer_pb2, tokenizer_pb2_grpc
@@ -46,7 +53,7 @@ class TokendServer:
 
     def start(self) -> None:
         self.server.start()
-        self.tokenizers.start(self.config.reload_seconds, on_tick=self.update_cache_metrics)
+        self.tokenizers.start(self.config.reload_seconds, on_tick=self.update_gauges)
         for service in ("", SERVICE_NAME):
             self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
 
@@ -73,8 +80,13 @@ class TokendServer:
         self.tokenizers.stop()
         log_event("stopped", port=self.port)
 
-    def update_cache_metrics(self) -> None:
-        """Publish each loaded encoding's pretoken cache counters as gauges."""
+    def update_gauges(self) -> None:
+        """Publish the cache and handler-pool counters as gauges (on the poll tick, so calls
+        pay nothing for them)."""
+        if self.executor is not None:
+            waited, waiting = self.executor.waits()
+            CALLS_WAITED.set(waited)
+            CALLS_WAITING.set(waiting)
         for ref, encoding in self.tokenizers.loaded().items():
             info = encoding.cache_info()
             CACHE_HITS.labels(ref).set(info.hits)

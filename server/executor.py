@@ -77,6 +77,7 @@ class LifoThreadPool(Executor):
         self._watchdog: threading.Thread | None = None
         self._watchdog_wake = threading.Condition(self._lock)
         self._watchdog_asleep = False  # waiting for a queued call, not polling
+        self._waited = 0  # calls that had to wait, ever
         self._shutdown = False
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
@@ -87,9 +88,16 @@ class LifoThreadPool(Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._queue.append(task)  # behind any waiting call: first come, first served
             self._drain_queue()
-            if self._queue:
+            if self._queue:  # (FIFO: the new call is among those left)
+                self._waited += 1
                 self._watch()
         return future
+
+    def waits(self) -> tuple[int, int]:
+        """(calls that ever had to wait, calls waiting now), for the metrics."""
+        with self._lock:
+            return self._waited, len(self._queue)
+
 
     # -- called with the lock held ----------------------------------------------------------
 

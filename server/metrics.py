@@ -68,6 +68,15 @@ CACHE_ENTRIES = Gauge(
     "tokend_cache_entries", "Pretoken cache entries of the loaded encodings", ["tokenizer"],
     multiprocess_mode="livesum",
 )
+CALLS_WAITED = Gauge(
+    "tokend_calls_waited",
+    "Calls that waited for the --busy-calls limit since the workers started",
+    multiprocess_mode="livesum",
+)
+CALLS_WAITING = Gauge(
+    "tokend_calls_waiting", "Calls waiting for the --busy-calls limit now",
+    multiprocess_mode="livesum",
+)
 DRAINING = Gauge(
     "tokend_draining", "1 while a worker is draining for shutdown", multiprocess_mode="livemax"
 )

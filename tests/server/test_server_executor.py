@@ -142,12 +142,15 @@ class TestBusyLimit:
         release = threading.Event()
         with LifoThreadPool(4, max_busy=1, long_after=60) as pool:
             blocker = pool.submit(release.wait, 10)
-            waiting = pool.submit(threading.get_ident)
+            waiting = [pool.submit(threading.get_ident) for _ in range(3)]
             time.sleep(0.2)
-            assert not waiting.done()
+            assert not any(w.done() for w in waiting)
+            assert pool.waits() == (3, 3)  # (ever waited, waiting now): the metrics' source
             release.set()
-            waiting.result(timeout=10)
+            for w in waiting:
+                w.result(timeout=10)
             blocker.result(timeout=10)
+            assert pool.waits() == (3, 0)
 
     def test_long_calls_stop_counting(self) -> None:
         """Calls that outlive long_after (streams, huge texts) do not hold up short ones:

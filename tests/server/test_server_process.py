@@ -199,7 +199,13 @@ class TestMetrics:
                 stub.Encode(pb.EncodeRequest(tokenizer="r50k_base", texts=["metrics test"]))
             with pytest.raises(grpc.RpcError):
                 stub.Encode(pb.EncodeRequest(tokenizer="r50k_base", texts=["x"] * 5000))
-        time.sleep(1.0)  # cache gauges are refreshed on the workers' poll tick
+            # A burst on one connection (one worker): more calls than --busy-calls (2) arrive
+            # together, so some wait in line.
+            texts = [f"burst {i} " * 500 + str(j) for i in range(4) for j in range(3)]
+            burst = [stub.Encode.future(pb.EncodeRequest(tokenizer="r50k_base", texts=texts))
+                     for _ in range(16)]
+            assert all(f.result(timeout=60).results for f in burst)
+        time.sleep(1.0)  # gauges are refreshed on the workers' poll tick
         url = f"http://127.0.0.1:{tokend_server.metrics_port}/metrics"
         body = urllib.request.urlopen(url, timeout=10).read().decode()
         samples = {}
@@ -214,6 +220,8 @@ class TestMetrics:
         assert any(k.startswith("tokend_rpc_seconds_bucket{") for k in samples)
         assert samples['tokend_cache_misses{tokenizer="r50k_base"}'] >= 1
         assert 'tokend_cache_hits{tokenizer="r50k_base"}' in samples
+        assert samples["tokend_calls_waited"] >= 1
+        assert samples["tokend_calls_waiting"] == 0  # the burst is over
 
 
 class TestLifecycle:
