@@ -5,7 +5,7 @@ Two rules, both measured with ``bench/bench_service.py`` (README, "Benchmarks: s
 - **Few short calls at once** (``max_busy``, ``--busy-calls``): a worker process runs Python
   under one GIL, so 16 handler threads serving 8 calls at once do not go faster than 2; they
   hand the GIL and grpc's locks back and forth. With CPUs to spare (one worker, load from
-  elsewhere), 2 at once served 1 KB CountTokens with 0.6x the CPU per call of 16 at once.
+  elsewhere), 2 at once served 1 KB calls with about two thirds of the CPU per call of 16.
   Calls beyond ``max_busy`` wait in a FIFO queue. A call that has run for ``long_after``
   seconds stops counting: streams, training uploads and huge texts never hold up short
   calls for much longer than that (a watchdog thread, polling while calls wait, starts a
@@ -97,7 +97,6 @@ class LifoThreadPool(Executor):
         """(calls that ever had to wait, calls waiting now), for the metrics."""
         with self._lock:
             return self._waited, len(self._queue)
-
 
     # -- called with the lock held ----------------------------------------------------------
 
