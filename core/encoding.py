@@ -356,9 +356,7 @@ class Encoding:
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
         if usable is None:  # the common case: no runs list, see _ordinary_ids
             return _fixing_surrogates(self._ordinary_ids, text)
-        return _flatten(
-            _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
-        )
+        return _flatten(self._runs_split_at(text, usable))
 
     def count(
         self,
@@ -371,9 +369,7 @@ class Encoding:
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
         if usable is None:
             return _fixing_surrogates(self._ordinary_count, text)
-        return sum(
-            map(len, _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text))
-        )
+        return sum(map(len, self._runs_split_at(text, usable)))
 
     def encode_batch(
         self,
@@ -515,6 +511,10 @@ class Encoding:
     ) -> list[Ids]:
         """Id sequences whose concatenation is the encoding of ``text`` (tiktoken's rules)."""
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        return self._runs_split_at(text, usable)
+
+    def _runs_split_at(self, text: str, usable: frozenset[str] | None) -> list[Ids]:
+        """:meth:`_special_runs`, with tiktoken's fix for lone surrogates."""
         return _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
 
     def _allowed_in_text(
@@ -664,19 +664,17 @@ class Encoding:
         return runs  # type: ignore[return-value]  # every None was replaced above
 
     def _first_chunk(self, part: str) -> Ids:
-        """Ids of the chunk that starts a segment (cached under a 1-tuple key)."""
-        return self._cached_chunk((part,), part)
-
-    def _cached_chunk(self, key: CacheKey, chunk: str) -> Ids:
-        """Ids of ``chunk`` (which may hold marked spaces) through the cache, under ``key``."""
-        if len(chunk) > MAX_CACHED_CHUNK_CHARS:
-            return self._encode_chunk(chunk.replace(UNSAFE_SPACE, " "))
+        """Ids of the chunk that starts a segment (which may hold marked spaces), cached under
+        a 1-tuple key."""
+        if len(part) > MAX_CACHED_CHUNK_CHARS:
+            return self._encode_chunk(part.replace(UNSAFE_SPACE, " "))
         cache = self._cache
+        key = (part,)
         ids = cache.young.get(key)
         if ids is None:
             ids = cache.get_cold(key)
             if ids is None:
-                ids = self._encode_chunk(chunk.replace(UNSAFE_SPACE, " "))
+                ids = self._encode_chunk(part.replace(UNSAFE_SPACE, " "))
                 cache.put(key, ids)
         return ids
 

@@ -48,7 +48,7 @@ class TokendServer:
     jobs: JobStore
     health: health.HealthServicer
     state: ServerState
-    executor: LifoThreadPool | None = None  # the handlers' pool, shut down after the drain
+    executor: LifoThreadPool  # the handlers' pool, shut down after the drain
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -75,18 +75,16 @@ class TokendServer:
         # clients do not retry; during this window new calls get a retryable UNAVAILABLE.
         time.sleep(min(self.config.drain_delay_seconds, grace))
         self.server.stop(grace).wait()
-        if self.executor is not None:
-            self.executor.shutdown(wait=False)
+        self.executor.shutdown(wait=False)
         self.tokenizers.stop()
         log_event("stopped", port=self.port)
 
     def update_gauges(self) -> None:
         """Publish the cache and handler-pool counters as gauges (on the poll tick, so calls
         pay nothing for them)."""
-        if self.executor is not None:
-            waited, waiting = self.executor.waits()
-            CALLS_WAITED.set(waited)
-            CALLS_WAITING.set(waiting)
+        waited, waiting = self.executor.waits()
+        CALLS_WAITED.set(waited)
+        CALLS_WAITING.set(waiting)
         for ref, encoding in self.tokenizers.loaded().items():
             info = encoding.cache_info()
             CACHE_HITS.labels(ref).set(info.hits)
@@ -170,6 +168,4 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"could not bind {address}")
-    return TokendServer(
-        server, port, config, tokenizers, jobs, health_servicer, state, executor=executor
-    )
+    return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state, executor)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import platformdirs
 
+from tokend.server.executor import LONG_CALL_SECONDS
+
 MiB = 1 << 20
 
 
@@ -116,8 +118,9 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
     ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
     ("busy_calls", "TOKEND_BUSY_CALLS", int,
-     "calls a worker runs at once; more wait in line, and a call running over 50 ms stops "
-     "counting, so streams and huge texts never hold the others up"),
+     "calls a worker runs at once; more wait in line, and a call running over "
+     f"{LONG_CALL_SECONDS * 1000:.0f} ms stops counting, so streams and huge texts never hold "
+     "the others up"),
     ("max_message_bytes", "TOKEND_MAX_MESSAGE_BYTES", int, "largest gRPC message received"),
     ("max_batch", "TOKEND_MAX_BATCH", int, "most texts / sequences / messages per request"),
     ("max_text_bytes", "TOKEND_MAX_TEXT_BYTES", int, "largest single text (UTF-8 bytes)"),

@@ -99,6 +99,11 @@ class TestSafePoints:
         assert last_safe_point(text, lo) == expected
 
 
+def marked_parts(text: str) -> list[str]:
+    """The parts ``str.split(" ")`` gives after marking, marks read back as spaces."""
+    return [part.replace(UNSAFE_SPACE, " ") for part in mark_unsafe_spaces(text).split(" ")]
+
+
 class TestMarkedSpaces:
     """Marking unsafe spaces, then str.split, cuts exactly where split_at_safe_points does."""
 
@@ -109,8 +114,7 @@ class TestMarkedSpaces:
         text = text.replace(UNSAFE_SPACE, "")  # (callers never pass text holding the mark)
         marked = mark_unsafe_spaces(text)
         assert len(marked) == len(text)
-        parts = [part.replace(UNSAFE_SPACE, " ") for part in marked.split(" ")]
-        assert parts == split_at_safe_points(text)
+        assert marked_parts(text) == split_at_safe_points(text)
         for i, char in enumerate(marked):
             if char == UNSAFE_SPACE:
                 assert text[i] == " " and not is_safe_point(text, i)
@@ -120,9 +124,7 @@ class TestMarkedSpaces:
         others = [chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) != " "]
         for space in others:
             for text in (f"a {space}b", f"a{space} b", f" a {space}", f"a{space}   b c"):
-                parts = [p.replace(UNSAFE_SPACE, " ") for p in mark_unsafe_spaces(text).split(" ")]
-                assert parts == split_at_safe_points(text), repr(text)
+                assert marked_parts(text) == split_at_safe_points(text), repr(text)
         for run in range(1, 6):
             text = "a" + " " * run + "b c" + " " * run
-            parts = [p.replace(UNSAFE_SPACE, " ") for p in mark_unsafe_spaces(text).split(" ")]
-            assert parts == split_at_safe_points(text), repr(text)
+            assert marked_parts(text) == split_at_safe_points(text), repr(text)
