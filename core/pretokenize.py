@@ -58,16 +58,23 @@ CHUNKABLE_PATTERNS: frozenset[str] = frozenset(
 # \p{Lu}/\p{Ll} are [A-Z]/[a-z], \p{Lt}, \p{Lm}, \p{Lo}, \p{M} are empty and \s is the six
 # ASCII White_Space characters (written out: ``re``'s \s would add U+001C..U+001F). ``$``
 # becomes ``\Z``: a possessive ``\s++`` has already eaten any final newline, so they agree.
+#
+# The o200k twin is possessive (``?+ *+ ++``) wherever giving characters back can never let the
+# rest of its alternative match, which makes it ~1.9x faster on prose: the optional prefix class
+# excludes letters, so dropping it leaves a non-letter where a letter is required; ``[A-Z]`` and
+# ``[a-z]`` are disjoint; the contraction starts with ``'``, which no letter run gives back; and
+# ``[\r\n/]*`` after punctuation is optional. The contraction is spelled out case by case:
+# its alternatives start with different letters, so their order never mattered.
 _WS = r"\t\n\x0b\x0c\r "
 _NOT_WS = rf"[^{_WS}]"
-_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+_CONTRACTION = r"(?:'(?:[sStTmMdD]|[rR][eE]|[vV][eE]|[lL][lL]))?"
 ASCII_PATTERNS: dict[str, str] = {
     O200K_PATTERN: "|".join(
         [
-            rf"[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+{_CONTRACTION}",
-            rf"[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*{_CONTRACTION}",
-            r"[0-9]{1,3}",
-            rf" ?[^{_WS}A-Za-z0-9]+[\r\n/]*",
+            rf"[^\r\nA-Za-z0-9]?+[A-Z]*+[a-z]++{_CONTRACTION}",
+            rf"[^\r\nA-Za-z0-9]?+[A-Z]++[a-z]*+{_CONTRACTION}",
+            r"[0-9]{1,3}+",
+            rf" ?[^{_WS}A-Za-z0-9]++[\r\n/]*+",
             rf"[{_WS}]*[\r\n]+",
             rf"[{_WS}]+(?!{_NOT_WS})",
             rf"[{_WS}]+",
