@@ -2,7 +2,9 @@
 
 ``encode`` = special-token handling, then per segment: cut at safe points (see
 ``tokend.core.pretokenize``), look every chunk up in the cache at C speed, and only for the
-misses run the regex and the rank-table BPE (``tokend.core.bpe``).
+misses run the regex and the rank-table BPE (``tokend.core.bpe``). A long segment whose sampled
+chunks are new to the cache is encoded directly instead (one regex pass, a token table, BPE
+for the rest), and cached when it comes again (see ``ChunkCache.mostly_new``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from itertools import accumulate, chain, compress, filterfalse, islice, pairwise, repeat
+from itertools import accumulate, chain, compress, count, filterfalse, islice, pairwise, repeat
 from operator import add, is_, is_not, not_, sub
 from typing import Literal, TypeAlias, TypeVar
 
@@ -51,6 +53,9 @@ _SUM_PIECES = 64
 FEW_MISSES = 128
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
+# An ASCII segment longer than this is first judged on the chunks of its first this-many
+# characters: mostly new to the cache (and to its doorkeeper) means it is encoded directly.
+NEW_TEXT_SAMPLE_CHARS = 4096
 
 
 def _flatten(runs: list[Ids]) -> list[int]:
@@ -66,6 +71,23 @@ def _special_matcher(tokens: frozenset[str]) -> tuple[str, regex.Pattern[str]]:
     ordered = sorted(tokens, key=lambda t: (-len(t), t))
     prefix = os.path.commonprefix(ordered)  # noqa: RUF071 (strings, not paths)
     return prefix, regex.compile("|".join(regex.escape(t) for t in ordered))
+
+
+def _token_table(ids: Mapping[bytes, int]) -> dict[str, Ids]:
+    """Text of every token that is valid UTF-8 -> ``(id,)``: pretokens are looked up as they
+    come from the regex (no ``str.encode``), and the 1-tuples are shared, not made per lookup.
+
+    Exact: a pretoken is a str, so its UTF-8 bytes equal a token's bytes iff the pretoken
+    equals that token's strict decoding; tokens that are not valid UTF-8 on their own (pieces
+    of a character) can only come out of the BPE, which works on bytes.
+    """
+    table: dict[str, Ids] = {}
+    for token, token_id in ids.items():
+        try:  # noqa: SIM105 (contextlib.suppress made this 200k-token loop 3.7x slower)
+            table[token.decode()] = (token_id,)
+        except UnicodeDecodeError:
+            pass
+    return table
 
 
 def _replace_surrogates(text: str) -> str:
@@ -150,6 +172,7 @@ class Encoding:
         self._findall = compile_pattern(pat_str)
         self._chunkable = is_chunkable(pat_str)
         self._findall_ascii = compile_ascii_pattern(pat_str)
+        self._token_ids = _token_table(ids)  # token text -> (id,)
         # Chunks and BPE'd pretokens are kept apart: the chunk dict, probed for every part of
         # every text, stays smaller and denser in memory. Pretokens get an eighth of the budget.
         pieces = cache_entries // 8
@@ -566,11 +589,24 @@ class Encoding:
         return runs
 
     def _parts(self, text: str) -> list[str] | None:
-        """``text`` cut at safe points (see :meth:`_ordinary_runs`), or None when the chunk
-        cache does not apply (a pattern without the safe-point proof, or text holding the
-        character that marks unsafe spaces)."""
+        """``text`` cut at safe points (see :meth:`_ordinary_runs`), or None when it is to be
+        encoded directly: the chunk cache does not apply (a pattern without the safe-point
+        proof, or text holding the character that marks unsafe spaces), or the text is long,
+        ASCII and new to the cache (see ``ChunkCache.mostly_new``)."""
         if not self._chunkable or UNSAFE_SPACE in text:
             return None
+        if len(text) > NEW_TEXT_SAMPLE_CHARS and self._findall_ascii is not None and text.isascii():
+            # Only ASCII text, which the stdlib ``re`` twin splits: the ``regex`` pattern over a
+            # whole text is slower than the chunk path (2 MB of mixed text: 6x, measured).
+            # parts[0] has a key of its own; the last part of the sample may be cut short
+            sample = self._split(text[:NEW_TEXT_SAMPLE_CHARS])[1:-1]
+            if self._cache.mostly_new(sample):
+                return None
+        return self._split(text)
+
+    @staticmethod
+    def _split(text: str) -> list[str]:
+        """``text`` cut at safe points: ``parts[0]``, then ``" " + parts[k]`` for k > 0."""
         if text.isascii():  # a few str.replace calls and a split beat the regex
             return mark_unsafe_spaces(text).split(" ")
         # non-ASCII text: the replaces would have to cover every Unicode space, over wider
@@ -584,7 +620,7 @@ class Encoding:
             return []
         parts = self._parts(text)
         if parts is None:
-            return list(self._encode_chunk(text))
+            return _flatten(self._pieces_ids(text))
         first = self._first_chunk(parts[0])
         out = list(first)
         if len(parts) > 1:
@@ -602,7 +638,7 @@ class Encoding:
             return 0
         parts = self._parts(text)
         if parts is None:
-            return len(self._encode_chunk(text))
+            return sum(map(len, self._pieces_ids(text)))
         first = self._first_chunk(parts[0])
         if len(parts) == 1:
             return len(first)
@@ -627,7 +663,7 @@ class Encoding:
             return []
         parts = self._parts(text)
         if parts is None:
-            return [self._encode_chunk(text)]
+            return self._pieces_ids(text)
         return self._runs_of(parts, None)
 
     def _runs_of(self, parts: list[str], first: Ids | None) -> list[Ids]:
@@ -728,17 +764,7 @@ class Encoding:
         chunk_ends = accumulate(map(add, map(len, keys), repeat(1)))
         ends = list(map(bisect_right, repeat(piece_ends), chunk_ends))
         counts = list(map(sub, ends, chain((0,), ends)))
-        datas = list(map(str.encode, pieces))
-        tokens = list(map(self._ids.get, datas))
-        values: list[Ids] = list(zip(tokens))  # type: ignore[arg-type]  # Nones fixed below
-        missing = list(compress(range(len(tokens)), map(is_, tokens, repeat(None))))
-        if missing:
-            merged = dict.fromkeys(map(datas.__getitem__, missing), _EMPTY)
-            for data in merged:
-                merged[data] = self._encode_piece(data)
-            for k in missing:
-                values[k] = merged[datas[k]]
-        shared = iter(values)
+        shared = iter(self._pieces_to_ids(pieces))
         slices = map(islice, repeat(shared), counts)
         if max(counts) <= _SUM_PIECES:
             # concatenating a chunk's few tuples with sum() is twice as fast as chaining
@@ -759,17 +785,30 @@ class Encoding:
         return cached
 
     def _encode_chunk(self, chunk: str) -> Ids:
-        """Regex-split ``chunk`` and BPE each pretoken (single tokens skip the cache)."""
+        """The ids of one chunk, as a tuple for the cache."""
+        return tuple(chain.from_iterable(self._pieces_ids(chunk)))
+
+    def _pieces_ids(self, text: str) -> list[Ids]:
+        """The ids of each pretoken of ``text``: one regex pass over all of it (the stdlib
+        ``re`` twin of the pattern for ASCII text), then :meth:`_pieces_to_ids`."""
         findall = self._findall
-        if self._findall_ascii is not None and chunk.isascii():
+        if self._findall_ascii is not None and text.isascii():
             findall = self._findall_ascii
-        ids = self._ids
-        out: list[int] = []
-        for piece in findall(chunk):
-            data = piece.encode("utf-8")
-            token = ids.get(data)
-            if token is not None:
-                out.append(token)
-            else:
-                out += self._encode_piece(data)
-        return tuple(out)
+        return self._pieces_to_ids(findall(text))
+
+    def _pieces_to_ids(self, pieces: list[str]) -> list[Ids]:
+        """The ids of each pretoken: single tokens from the token table in one C-level pass;
+        the others (None there) through the piece cache and the BPE, once per distinct piece.
+
+        Raises UnicodeEncodeError for a pretoken holding a lone surrogate (no token's text
+        does), which the callers' surrogate fallback handles as tiktoken does.
+        """
+        values: list[Ids | None] = list(map(self._token_ids.get, pieces))
+        missed = list(map(is_, values, repeat(None)))
+        if any(missed):
+            merged = dict.fromkeys(compress(pieces, missed), _EMPTY)
+            for piece in merged:
+                merged[piece] = self._encode_piece(piece.encode("utf-8"))
+            fixes = map(merged.__getitem__, compress(pieces, missed))
+            deque(map(values.__setitem__, compress(count(), missed), fixes), maxlen=0)
+        return values  # type: ignore[return-value]  # every None was replaced

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from tiktoken_reference import reference
 
 from tokend.core import get_encoding
-from tokend.core.cache import ChunkCache
+from tokend.core.cache import MIN_MISSED_KEYS, ChunkCache
 from tokend.core.encoding import Encoding
 
 
@@ -120,7 +122,8 @@ class TestEncodingCache:
     """The Encoding's cache is bounded and its counters move."""
 
     def test_encoding_counters(self) -> None:
-        """Encoding fills the cache up to its bound; a repeat is mostly hits."""
+        """A long new text is encoded around the cache (its sampled lookups count as misses);
+        met again it fills the cache up to its bound; a repeat is mostly hits."""
         base = get_encoding("cl100k_base")
         enc = Encoding(
             "small",
@@ -132,8 +135,10 @@ class TestEncodingCache:
         text = " ".join(f"word{i} thing{i % 7}" for i in range(2000))
         first = enc.encode(text)
         info = enc.cache_info()
-        assert info.misses > 0 and info.entries <= 100 and info.evictions > 0
+        assert info.misses > 0 and info.evictions == 0
         assert enc.encode(text) == first == base.encode(text)
+        info = enc.cache_info()
+        assert info.entries <= 100 and info.evictions > 0
         small = "the same words again and again"
         enc.encode(small)
         before = enc.cache_info().hits
@@ -186,3 +191,111 @@ class TestCacheContexts:
                 assert enc.encode_ordinary(f"{text} {text}") == reference(name).encode_ordinary(
                     f"{text} {text}"
                 )
+
+
+def _fresh(name: str, cache_entries: int = 1 << 16) -> Encoding:
+    """A new Encoding sharing a built-in's tables, with an empty cache."""
+    base = get_encoding(name)
+    return Encoding(
+        name,
+        pat_str=base.pat_str,
+        mergeable_ranks=base.mergeable_ranks,
+        special_tokens=base.special_tokens,
+        cache_entries=cache_entries,
+    )
+
+
+def _shakespeare(chars: int) -> str:
+    path = Path(__file__).parent.parent / "fixtures" / "corpora" / "shakespeare.txt.gz"
+    return gzip.decompress(path.read_bytes()).decode()[:chars]
+
+
+class TestNewTextAdmission:
+    """A long ASCII text new to the cache is encoded directly and cached on its second sight;
+    every route gives tiktoken's ids."""
+
+    def test_first_sight_direct_second_fills_third_warm(self) -> None:
+        """Sight 1 leaves the chunk cache empty, sight 2 fills it, sight 3 only hits it."""
+        text = _shakespeare(30_000)
+        expected = reference("o200k_base").encode(text)
+        enc = _fresh("o200k_base")
+        assert enc.encode(text) == expected
+        assert enc._cache.info().entries == 0
+        assert enc.encode(text) == expected
+        filled = enc._cache.info()
+        assert filled.entries > 1000
+        assert enc.count(text) == len(expected)
+        assert enc.encode(text) == expected
+        warm = enc._cache.info()
+        assert warm.misses == filled.misses and warm.hits > filled.hits + 2 * 4000
+
+    def test_text_like_cached_text_fills_the_cache_at_once(self) -> None:
+        """A long text whose opening chunks are cached already goes through the cache."""
+        text = _shakespeare(30_000)
+        enc = _fresh("o200k_base")
+        enc.encode(text[:4000])  # short: always cached
+        before = enc._cache.info().entries
+        assert enc.encode(text) == reference("o200k_base").encode(text)
+        assert enc._cache.info().entries > before + 1000
+
+    def test_non_ascii_text_always_uses_the_cache(self) -> None:
+        """Long non-ASCII text keeps the chunk path (the regex pattern over it all is slower)."""
+        text = _shakespeare(20_000) + " café"
+        enc = _fresh("o200k_base")
+        assert enc.encode(text) == reference("o200k_base").encode(text)
+        assert enc._cache.info().entries > 1000
+
+    LONG_TEXTS: ClassVar[dict[str, str]] = {
+        "prose": _shakespeare(12_000),
+        "code": "\n".join(
+            f"\tdef f{i}(x):\r\n        return x  *  {i} // 3  # it's {i}'s\n\n" for i in range(300)
+        ),
+        "digits and runs": " ".join(f"{i * 7919} \t{i}  ,  x{i}y" for i in range(1500)) + "  \n ",
+        "specials": ("say <|endoftext|> and <|fim_prefix|> then " * 200) + "end",
+        "marker": "a\x7f b " * 1500,
+    }
+
+    @pytest.mark.parametrize(
+        "name",
+        ["o200k_base", "cl100k_base", "p50k_base", "r50k_base", "gpt2", "o200k_harmony"],
+    )
+    def test_every_route_matches_tiktoken(self, name: str) -> None:
+        """encode / encode_ordinary / count / allowed specials, on sights 1 to 3, equal
+        tiktoken for long texts of several kinds."""
+        ref = reference(name)
+        specials = get_encoding(name).special_tokens_set
+        enc = _fresh(name)
+        for label, text in self.LONG_TEXTS.items():
+            ordinary = ref.encode_ordinary(text)
+            with_specials = ref.encode(text, allowed_special="all")
+            for sight in range(3):
+                where = (name, label, sight)
+                assert enc.encode_ordinary(text) == ordinary, where
+                assert enc.count(text, disallowed_special=()) == len(ordinary), where
+                assert enc.encode(text, allowed_special="all") == with_specials, where
+                if not any(s in text for s in specials):
+                    assert enc.encode(text) == ordinary, where
+                    assert enc.count(text) == len(ordinary), where
+
+
+class TestDoorkeeper:
+    """ChunkCache.mostly_new remembers a bounded number of missed keys."""
+
+    def test_bounded_and_forgets_the_oldest(self) -> None:
+        """Past its bound the doorkeeper forgets the oldest keys, which then count as new."""
+        cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(16)
+        first = [f"a{i}" for i in range(100)]
+        assert cache.mostly_new(first)
+        assert not cache.mostly_new(first)
+        for start in range(0, 2 * MIN_MISSED_KEYS, 100):
+            cache.mostly_new([f"b{i}" for i in range(start, start + 100)])
+        assert len(cache._missed) <= MIN_MISSED_KEYS
+        assert cache.mostly_new(first)
+
+    def test_counts_sampled_lookups(self) -> None:
+        """The sample's hits and misses reach the counters."""
+        cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(16)
+        cache.put("x", (1,))
+        cache.mostly_new(["x", "y", "z"])
+        info = cache.info()
+        assert (info.hits, info.misses) == (1, 2)
