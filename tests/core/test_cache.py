@@ -292,6 +292,16 @@ class TestDoorkeeper:
         assert len(cache._missed) <= MIN_MISSED_KEYS
         assert cache.mostly_new(first)
 
+    def test_disabled_cache_always_answers_new(self) -> None:
+        """With caching off, every long text takes the direct route (nothing to fill)."""
+        cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(0)
+        assert cache.mostly_new(["a", "b"]) and cache.mostly_new(["a", "b"])
+        text = _shakespeare(10_000)
+        enc = _fresh("cl100k_base", cache_entries=0)
+        for _ in range(2):
+            assert enc.encode(text) == reference("cl100k_base").encode(text)
+        assert enc.cache_info().entries == 0
+
     def test_counts_sampled_lookups(self) -> None:
         """The sample's hits and misses reach the counters."""
         cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(16)
