@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import gzip
 import threading
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from fresh_encoding import fresh, shakespeare_text
 from tiktoken_reference import reference
 
 from tokend.core import get_encoding
@@ -193,32 +192,15 @@ class TestCacheContexts:
                 )
 
 
-def _fresh(name: str, cache_entries: int = 1 << 16) -> Encoding:
-    """A new Encoding sharing a built-in's tables, with an empty cache."""
-    base = get_encoding(name)
-    return Encoding(
-        name,
-        pat_str=base.pat_str,
-        mergeable_ranks=base.mergeable_ranks,
-        special_tokens=base.special_tokens,
-        cache_entries=cache_entries,
-    )
-
-
-def _shakespeare(chars: int) -> str:
-    path = Path(__file__).parent.parent / "fixtures" / "corpora" / "shakespeare.txt.gz"
-    return gzip.decompress(path.read_bytes()).decode()[:chars]
-
-
 class TestNewTextAdmission:
     """A long ASCII text new to the cache is encoded directly and cached on its second sight;
     every route gives tiktoken's ids."""
 
     def test_first_sight_direct_second_fills_third_warm(self) -> None:
         """Sight 1 leaves the chunk cache empty, sight 2 fills it, sight 3 only hits it."""
-        text = _shakespeare(30_000)
+        text = shakespeare_text()[:30_000]
         expected = reference("o200k_base").encode(text)
-        enc = _fresh("o200k_base")
+        enc = fresh("o200k_base")
         assert enc.encode(text) == expected
         assert enc._cache.info().entries == 0
         assert enc.encode(text) == expected
@@ -231,8 +213,8 @@ class TestNewTextAdmission:
 
     def test_text_like_cached_text_fills_the_cache_at_once(self) -> None:
         """A long text whose opening chunks are cached already goes through the cache."""
-        text = _shakespeare(30_000)
-        enc = _fresh("o200k_base")
+        text = shakespeare_text()[:30_000]
+        enc = fresh("o200k_base")
         enc.encode(text[:4000])  # short: always cached
         before = enc._cache.info().entries
         assert enc.encode(text) == reference("o200k_base").encode(text)
@@ -240,13 +222,13 @@ class TestNewTextAdmission:
 
     def test_non_ascii_text_always_uses_the_cache(self) -> None:
         """Long non-ASCII text keeps the chunk path (the regex pattern over it all is slower)."""
-        text = _shakespeare(20_000) + " café"
-        enc = _fresh("o200k_base")
+        text = shakespeare_text()[:20_000] + " café"
+        enc = fresh("o200k_base")
         assert enc.encode(text) == reference("o200k_base").encode(text)
         assert enc._cache.info().entries > 1000
 
     LONG_TEXTS: ClassVar[dict[str, str]] = {
-        "prose": _shakespeare(12_000),
+        "prose": shakespeare_text()[:12_000],
         "code": "\n".join(
             f"\tdef f{i}(x):\r\n        return x  *  {i} // 3  # it's {i}'s\n\n" for i in range(300)
         ),
@@ -264,7 +246,7 @@ class TestNewTextAdmission:
         tiktoken for long texts of several kinds."""
         ref = reference(name)
         specials = get_encoding(name).special_tokens_set
-        enc = _fresh(name)
+        enc = fresh(name)
         for label, text in self.LONG_TEXTS.items():
             ordinary = ref.encode_ordinary(text)
             with_specials = ref.encode(text, allowed_special="all")
@@ -296,8 +278,8 @@ class TestDoorkeeper:
         """With caching off, every long text takes the direct route (nothing to fill)."""
         cache: ChunkCache[str, tuple[int, ...]] = ChunkCache(0)
         assert cache.mostly_new(["a", "b"]) and cache.mostly_new(["a", "b"])
-        text = _shakespeare(10_000)
-        enc = _fresh("cl100k_base", cache_entries=0)
+        text = shakespeare_text()[:10_000]
+        enc = fresh("cl100k_base", cache_entries=0)
         for _ in range(2):
             assert enc.encode(text) == reference("cl100k_base").encode(text)
         assert enc.cache_info().entries == 0

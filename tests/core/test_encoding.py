@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import gzip
 import threading
 from pathlib import Path
 
 import pytest
 import tiktoken
+from fresh_encoding import fresh, shakespeare_text
 from tiktoken_reference import reference
 
 from tokend.core import (
@@ -20,23 +19,6 @@ from tokend.core import (
 )
 
 ALL_NAMES = list_encoding_names()
-
-
-@functools.cache
-def shakespeare(fixtures: Path) -> str:
-    return gzip.decompress((fixtures / "corpora" / "shakespeare.txt.gz").read_bytes()).decode()
-
-
-def fresh(name: str, cache_entries: int = 1 << 16) -> Encoding:
-    """A new Encoding (own, empty cache) with the built-in's tables."""
-    base = get_encoding(name)
-    return Encoding(
-        f"{name}-copy",
-        pat_str=base.pat_str,
-        mergeable_ranks=base.mergeable_ranks,
-        special_tokens=base.special_tokens,
-        cache_entries=cache_entries,
-    )
 
 
 EDGE_TEXTS = [
@@ -97,9 +79,9 @@ class TestDifferential:
             assert ours.count(text, disallowed_special=()) == len(expected)
             assert ours.decode(expected) == ref.decode(expected)
 
-    def test_shakespeare(self, name: str, fixtures_dir: Path) -> None:
+    def test_shakespeare(self, name: str) -> None:
         """A slice of the shakespeare corpus (all of it for o200k_base), cold then warm."""
-        text = shakespeare(fixtures_dir)
+        text = shakespeare_text()
         if name != "o200k_base":
             text = text[:400_000]
         ours, ref = fresh(name), reference(name)
@@ -237,9 +219,9 @@ class TestDecode:
 class TestIterableAndCount:
     """encode_iterable and count agree with encode."""
 
-    def test_encode_iterable_line_by_line(self, fixtures_dir: Path) -> None:
+    def test_encode_iterable_line_by_line(self) -> None:
         """Streaming the corpus line by line (past the flush size) equals encoding it whole."""
-        text = shakespeare(fixtures_dir)[:300_000]
+        text = shakespeare_text()[:300_000]
         enc = get_encoding("o200k_base")
         lines = text.splitlines(keepends=True)
         assert list(enc.encode_iterable(lines)) == enc.encode(text)
@@ -319,7 +301,7 @@ class TestFromVocabMerges:
         ref = reference("gpt2")
         assert enc.eot_token == 50256
         assert enc.n_vocab == ref.n_vocab
-        text = shakespeare(fixtures_dir)[:100_000] + "".join(EDGE_TEXTS)
+        text = shakespeare_text()[:100_000] + "".join(EDGE_TEXTS)
         assert enc.encode(text, disallowed_special=()) == ref.encode(text, disallowed_special=())
         assert enc.encode("<|endoftext|>", allowed_special="all") == [50256]
 
@@ -341,9 +323,9 @@ class TestFromVocabMerges:
 class TestThreads:
     """Concurrent encoding on one shared Encoding gives identical results."""
 
-    def test_threads_agree(self, fixtures_dir: Path) -> None:
+    def test_threads_agree(self) -> None:
         """Eight threads hammering a small cache all get tiktoken's ids."""
-        text = shakespeare(fixtures_dir)[:60_000]
+        text = shakespeare_text()[:60_000]
         enc = fresh("o200k_base", cache_entries=512)
         expected = reference("o200k_base").encode(text)
         chunks = [text[i : i + 3000] for i in range(0, len(text), 3000)]
