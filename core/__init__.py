@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from tokend.core.cache import CacheInfo
     from tokend.core.encoding import Encoding
+    from tokend.core.engine import ENGINE
     from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
     from tokend.core.registry import (
         Problem,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "BUILTIN_NAMES": "tokend.core.builtins",
     "CacheInfo": "tokend.core.cache",
+    "ENGINE": "tokend.core.engine",
     "Encoding": "tokend.core.encoding",
     "Problem": "tokend.core.registry",
     "Registry": "tokend.core.registry",
@@ -68,6 +70,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "BUILTIN_NAMES",
+    "ENGINE",
     "AlreadyExists",
     "CacheInfo",
     "Cancelled",

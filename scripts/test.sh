@@ -2,6 +2,8 @@
 # Install everything the tests need, then lint, type-check and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A silent fall-back to the pure-Python engine must fail CI, not pass it.
+export TOKEND_REQUIRE_COMPILED=1
 bash scripts/setup.sh
 if [ -f scripts/setup-test-tools.sh ]; then
   bash scripts/setup-test-tools.sh

@@ -1,0 +1,1 @@
+"""Type stub of the compiled engine (``_compiled.pyx``)."""

@@ -1,0 +1,2 @@
+# cython: language_level=3
+"""The compiled encoding engine (see tokend.core.engine for the interface and glossary)."""
