@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from tokend.core.encoding import Encoding
+from tokend.core.engine import default_engine
 from tokend.core.errors import CorruptData, UnknownTokenizer
 from tokend.core.formats import load_tiktoken_bpe
 
@@ -110,7 +111,8 @@ MODEL_TO_ENCODING: dict[str, str] = {
 }
 
 _lock = threading.Lock()
-_encodings: dict[str, Encoding] = {}
+# (name, engine) -> the shared instance; one per engine, so tests can run both side by side
+_encodings: dict[tuple[str, str], Encoding] = {}
 _ranks: dict[str, dict[bytes, int]] = {}  # rank file name -> parsed ranks (shared, read-only)
 
 
@@ -167,12 +169,13 @@ def get_encoding(name: str) -> Encoding:
     >>> get_encoding("cl100k_base").encode("hello world")
     [15339, 1917]
     """
-    encoding = _encodings.get(name)
+    key = (name, default_engine())
+    encoding = _encodings.get(key)
     if encoding is not None:
         return encoding
     spec = load_builtin_spec(name)
     with _lock:
-        encoding = _encodings.get(name)
+        encoding = _encodings.get(key)
         if encoding is None:
             ranks = _load_ranks(spec["ranks_file"], spec["ranks_sha256"])
             encoding = Encoding(
@@ -182,13 +185,13 @@ def get_encoding(name: str) -> Encoding:
                 special_tokens=dict(spec["special_tokens"]),
                 explicit_n_vocab=spec.get("explicit_n_vocab"),
             )
-            _encodings[name] = encoding
+            _encodings[key] = encoding
     return encoding
 
 
 def is_shared_builtin(encoding: Encoding) -> bool:
     """True for the instance :func:`get_encoding` hands out (pickled by name)."""
-    return _encodings.get(encoding.name) is encoding
+    return _encodings.get((encoding.name, encoding.engine)) is encoding
 
 
 def encoding_name_for_model(model_name: str) -> str:

@@ -21,6 +21,21 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(scope="module", params=["compiled", "python"])
+def each_engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test once per engine: new encodings (``get_encoding``'s shared ones too) use it.
+
+    Module-scoped so hypothesis tests can use it; modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("each_engine")``.
+    """
+    from tokend.core import engine
+
+    previous = engine.default_engine()
+    engine.set_default_engine(request.param)
+    yield request.param
+    engine.set_default_engine(previous)
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     """The folder of small test inputs copied from ../shared/data (the suite never reads that)."""
@@ -77,18 +92,41 @@ def start_tokend(base: Path, *args: str, workers: int = 2) -> ServedProcess:
         probe.bind(("127.0.0.1", 0))
         metrics_port = probe.getsockname()[1]
     admin_token = "test-admin-token"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TOKEND_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TOKEND_") and k != "PROMETHEUS_MULTIPROC_DIR"
+    }
     command = [
-        sys.executable, "-m", "tokend.cli", "serve", "--port", "0",
-        "--workers", str(workers), "--registry", str(registry),
-        "--metrics-port", str(metrics_port), "--admin-token", admin_token,
-        "--train-dir", str(train_dir), "--reload-seconds", "0.2", "--grace-seconds", "10",
+        sys.executable,
+        "-m",
+        "tokend.cli",
+        "serve",
+        "--port",
+        "0",
+        "--workers",
+        str(workers),
+        "--registry",
+        str(registry),
+        "--metrics-port",
+        str(metrics_port),
+        "--admin-token",
+        admin_token,
+        "--train-dir",
+        str(train_dir),
+        "--reload-seconds",
+        "0.2",
+        "--grace-seconds",
+        "10",
         *args,
     ]
     process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, env=env,
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     served = ServedProcess("", registry, admin_token, metrics_port, train_dir, process)
 

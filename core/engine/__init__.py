@@ -31,10 +31,47 @@ piece
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Literal
+from typing import Literal, Protocol
+
+from tokend.core.cache import CacheInfo
+from tokend.core.engine.python import PythonEngine
 
 EngineName = Literal["compiled", "python"]
+ENGINE_NAMES: tuple[EngineName, ...] = ("compiled", "python")
+
+
+class Engine(Protocol):
+    """What ``Encoding`` asks of an engine; both implementations give identical results.
+
+    An engine is built from one encoding's tables (``ranks``: token bytes -> merge priority,
+    ``ids``: token bytes -> output id, ``decoder``: id -> bytes, special tokens included) and
+    its pattern; it only ever sees ordinary text (special tokens are split off by
+    ``Encoding``). Text with lone surrogates raises UnicodeEncodeError (``Encoding`` then
+    applies tiktoken's fix); engines are safe to call from several threads.
+    """
+
+    @property
+    def name(self) -> EngineName:
+        """``"compiled"`` or ``"python"``."""
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``."""
+        ...
+
+    def count(self, text: str) -> int:
+        """``len(encode(text))``, without building the list."""
+        ...
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The bytes of ``tokens``; an unknown id raises ``UnknownTokenId``."""
+        ...
+
+    def cache_info(self) -> CacheInfo:
+        """The engine's cache counters (for metrics and tests)."""
+        ...
 
 _compiled: ModuleType | None
 try:
@@ -51,3 +88,46 @@ def _choose() -> EngineName:
 
 ENGINE: EngineName = _choose()
 COMPILED_AVAILABLE: bool = _compiled is not None
+
+
+def default_engine() -> EngineName:
+    """The engine an ``Encoding`` gets when it names none."""
+    return _default
+
+
+def set_default_engine(name: EngineName) -> None:
+    """Choose the default engine for encodings built from now on (tests and benchmarks)."""
+    global _default  # noqa: PLW0603 (one process-wide default, like ENGINE)
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {name!r}; choose one of {ENGINE_NAMES}")
+    if name == "compiled" and _compiled is None:
+        raise RuntimeError("the compiled engine was not built; reinstall with a C compiler")
+    _default = name
+
+
+def make_engine(
+    name: EngineName | None,
+    *,
+    pat_str: str,
+    ranks: Mapping[bytes, int],
+    ids: Mapping[bytes, int],
+    decoder: Mapping[int, bytes],
+    cache_entries: int,
+) -> Engine:
+    """A new engine (``name`` None: the default) over one encoding's tables."""
+    chosen = _default if name is None else name
+    if chosen == "compiled":
+        if _compiled is None:
+            raise RuntimeError("the compiled engine was not built; reinstall with a C compiler")
+        compiled: Engine = _compiled.CompiledEngine(
+            pat_str=pat_str, ranks=ranks, ids=ids, decoder=decoder, cache_entries=cache_entries
+        )
+        return compiled
+    if chosen != "python":
+        raise ValueError(f"unknown engine {chosen!r}; choose one of {ENGINE_NAMES}")
+    return PythonEngine(
+        pat_str=pat_str, ranks=ranks, ids=ids, decoder=decoder, cache_entries=cache_entries
+    )
+
+
+_default: EngineName = ENGINE

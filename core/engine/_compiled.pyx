@@ -1,2 +1,893 @@
 # cython: language_level=3
-"""The compiled encoding engine (see tokend.core.engine for the interface and glossary)."""
+"""The compiled encoding engine (see ``tokend.core.engine`` for the interface and glossary).
+
+One pass per segment, on the UTF-8 bytes of the str (for ASCII text CPython hands those out
+without a copy):
+
+1. *Cut and look up* (GIL held: the block cache is shared by the worker's threads, and the
+   GIL is the lock that guards it). The segment is cut into blocks at safe points; each
+   block's bytes are hashed and looked up. Hits are copied out at once, so that another
+   thread may change the cache while this one works without the GIL.
+2. *Encode the misses* (GIL released when there is enough work to be worth it: only the
+   read-only token table and per-call buffers are touched, so threads run in parallel). Each
+   missed block is pretokenized, every pretoken is looked up in the token table, and the
+   rest get BPE.
+3. *Publish* (GIL held): the ids become one list of shared int objects; missed blocks are
+   inserted into the cache.
+
+Custom patterns have no safe-point proof: their pretokens come from the ``regex`` module over
+the whole segment (GIL held); the token table and BPE do the rest.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsLongLong, PyLong_Check
+from cpython.ref cimport Py_INCREF, PyObject
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memchr, memcmp, memcpy, memmove
+
+from tokend.core.cache import CacheInfo
+from tokend.core.errors import UnknownTokenId
+from tokend.core.pretokenize import compile_pattern, is_chunkable
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
+
+include "_pretok.pxi"
+
+cdef enum:
+    NO_TOKEN = -1
+    NO_RANK = 0x7fffffff
+    # Pieces up to this many bytes use tiktoken's scan (quadratic, but no heap to keep);
+    # longer ones a heap over a linked list, O(n log n): 1 MB of one letter stays fast.
+    SHORT_PIECE = 64
+    # Blocks: cut at the first safe point at least MIN_BLOCK bytes in whose preceding bytes
+    # hash to 0 mod BOUNDARY_ODDS, or at the first safe point past MAX_BLOCK. The cuts follow
+    # the text's content, so a block that recurs in another text is found again; ~250 bytes
+    # on prose, so a 200 KB prompt takes ~800 lookups.
+    MIN_BLOCK = 192
+    BOUNDARY_ODDS = 4
+    MAX_BLOCK = 2048
+    # Longer blocks (text with few safe points) are encoded but not cached.
+    MAX_CACHED_BLOCK = 16384
+    # Misses of at least this many bytes are encoded with the GIL released.
+    NOGIL_BYTES = 1024
+
+
+# ------------------------------------------------------------------------------------ hashing
+
+cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
+    # murmur3's finalizer: every input bit reaches every output bit
+    h ^= h >> 33
+    h *= 0xff51afd7ed558ccdULL
+    h ^= h >> 33
+    h *= 0xc4ceb9fe1a85ec53ULL
+    h ^= h >> 33
+    return h
+
+
+cdef inline uint64_t _hash(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """A 64-bit hash of n bytes, 8 at a time."""
+    cdef uint64_t h = 0x9e3779b97f4a7c15ULL ^ <uint64_t>n
+    cdef uint64_t w
+    while n >= 8:
+        memcpy(&w, p, 8)
+        h = (h ^ w) * 0x100000001b3ULL
+        h = (h << 31) | (h >> 33)
+        p += 8
+        n -= 8
+    if n:
+        w = 0
+        memcpy(&w, p, n)
+        h = (h ^ w) * 0x100000001b3ULL
+    return _mix(h)
+
+
+# ------------------------------------------------------------------------------- token table
+
+cdef struct Slot:
+    uint32_t tag  # high half of the hash: most probes of other tokens skip the memcmp
+    int32_t index  # token index, NO_TOKEN for an empty slot
+
+
+cdef struct Table:
+    # Token bytes -> index. Tokens are indexed in merge-priority order, so comparing indices
+    # compares ranks; ids[index] is the id the encoding outputs. Read-only once built: lookups
+    # need neither a lock nor the GIL.
+    Slot* slots
+    uint64_t mask
+    unsigned char* data  # every token's bytes, back to back
+    int64_t* offsets  # index -> start in data; offsets[n] = end of the last
+    int32_t* ids
+    int32_t n
+    int32_t byte_index[256]  # index of each single byte's token, NO_TOKEN if it has none
+
+
+cdef inline int32_t _find(const Table* t, const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """The index of the token whose bytes are p[0:n], or NO_TOKEN."""
+    cdef uint64_t h = _hash(p, n)
+    cdef uint64_t i = h & t.mask
+    cdef uint32_t tag = <uint32_t>(h >> 32)
+    cdef int32_t k
+    while True:
+        k = t.slots[i].index
+        if k == NO_TOKEN:
+            return NO_TOKEN
+        if (
+            t.slots[i].tag == tag
+            and t.offsets[k + 1] - t.offsets[k] == n
+            and memcmp(t.data + t.offsets[k], p, n) == 0
+        ):
+            return k
+        i = (i + 1) & t.mask
+
+
+cdef inline int32_t _pair_rank(
+    const Table* t, const unsigned char* p, Py_ssize_t start, Py_ssize_t end
+) noexcept nogil:
+    cdef int32_t k = _find(t, p + start, end - start)
+    return NO_RANK if k == NO_TOKEN else k
+
+
+# ---------------------------------------------------------------------------------------- BPE
+
+cdef Py_ssize_t _bpe_short(
+    const Table* t, const unsigned char* p, Py_ssize_t n, int32_t* out
+) noexcept nogil:
+    """tiktoken's merge loop for a piece of 2..SHORT_PIECE bytes: scan for the lowest-ranked
+    adjacent pair (the leftmost of equals), merge it, re-rank its two neighbours."""
+    cdef Py_ssize_t start[SHORT_PIECE + 1]  # start[i]: offset of part i; start[m] = n
+    cdef int32_t rank[SHORT_PIECE]  # rank[i]: the index parts i and i + 1 would merge into
+    cdef Py_ssize_t m = n, i, best_at
+    cdef int32_t best
+    for i in range(n):
+        start[i] = i
+        out[i] = t.byte_index[p[i]]
+        if out[i] == NO_TOKEN:
+            return -1 - i
+    start[n] = n
+    for i in range(n - 1):
+        rank[i] = _pair_rank(t, p, i, i + 2)
+    while m > 1:
+        best = NO_RANK
+        best_at = -1
+        for i in range(m - 1):
+            if rank[i] < best:
+                best = rank[i]
+                best_at = i
+        if best_at < 0:
+            break
+        # part best_at absorbs part best_at + 1
+        out[best_at] = best
+        memmove(&start[best_at + 1], &start[best_at + 2], (m - best_at - 1) * sizeof(Py_ssize_t))
+        memmove(&out[best_at + 1], &out[best_at + 2], (m - best_at - 2) * sizeof(int32_t))
+        if m - best_at - 3 > 0:
+            memmove(&rank[best_at + 1], &rank[best_at + 2], (m - best_at - 3) * sizeof(int32_t))
+        m -= 1
+        if best_at < m - 1:
+            rank[best_at] = _pair_rank(t, p, start[best_at], start[best_at + 2])
+        if best_at > 0:
+            rank[best_at - 1] = _pair_rank(t, p, start[best_at - 1], start[best_at + 1])
+    return m
+
+
+cdef inline void _heap_push(uint64_t* heap, Py_ssize_t* size, uint64_t key) noexcept nogil:
+    cdef Py_ssize_t i = size[0], parent
+    size[0] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= key:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = key
+
+
+cdef inline uint64_t _heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
+    cdef uint64_t top = heap[0]
+    cdef uint64_t last
+    cdef Py_ssize_t i = 0, child, n
+    size[0] -= 1
+    n = size[0]
+    if n == 0:
+        return top
+    last = heap[n]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= last:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = last
+    return top
+
+
+cdef Py_ssize_t _bpe_long(
+    const Table* t, const unsigned char* p, Py_ssize_t n, int32_t* out
+) noexcept nogil:
+    """The same merges for long pieces: a heap of (rank, start) over a linked list of parts.
+
+    ``cur[s]`` is the rank of the pair that starts at part ``s`` now; a popped entry whose rank
+    differs (its part was merged away or changed) is stale and skipped. Ranks are unique per
+    byte string, so an equal rank means exactly the current pair. Keys are ``rank << 32 |
+    start``: the smallest is tiktoken's "lowest rank, then leftmost". Returns -1 when memory
+    runs out, -1 - i when byte i has no token.
+    """
+    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* prv = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+    cdef int32_t* tok = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* cur = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef uint64_t* heap = <uint64_t*>malloc((3 * n + 1) * sizeof(uint64_t))
+    cdef Py_ssize_t size = 0, i, start, mid, end, before, count = 0
+    cdef int32_t r
+    cdef uint64_t key
+    cdef Py_ssize_t dead = n + 1
+    if not nxt or not prv or not tok or not cur or not heap:
+        count = -1
+    else:
+        for i in range(n):
+            nxt[i] = i + 1
+            prv[i] = i - 1
+            tok[i] = t.byte_index[p[i]]
+            if tok[i] == NO_TOKEN:
+                count = -1 - i
+                break
+        if count == 0:
+            for i in range(n - 1):
+                r = _pair_rank(t, p, i, i + 2)
+                cur[i] = r
+                if r != NO_RANK:
+                    _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>i)
+            cur[n - 1] = NO_RANK
+            while size:
+                key = _heap_pop(heap, &size)
+                start = <Py_ssize_t>(key & 0xffffffffULL)
+                r = <int32_t>(key >> 32)
+                if nxt[start] == dead or cur[start] != r:
+                    continue  # stale
+                mid = nxt[start]
+                end = nxt[mid]
+                tok[start] = r
+                nxt[mid] = dead
+                cur[mid] = NO_RANK
+                nxt[start] = end
+                if end < n:
+                    prv[end] = start
+                    r = _pair_rank(t, p, start, nxt[end])
+                    cur[start] = r
+                    if r != NO_RANK:
+                        _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>start)
+                else:
+                    cur[start] = NO_RANK
+                before = prv[start]
+                if before >= 0:
+                    r = _pair_rank(t, p, before, end)
+                    cur[before] = r
+                    if r != NO_RANK:
+                        _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>before)
+            start = 0
+            while start < n:
+                out[count] = tok[start]
+                count += 1
+                start = nxt[start]
+    free(nxt)
+    free(prv)
+    free(tok)
+    free(cur)
+    free(heap)
+    return count
+
+
+cdef inline Py_ssize_t _encode_pretoken(
+    const Table* t, const unsigned char* p, Py_ssize_t n, int32_t* out
+) noexcept nogil:
+    """Write the output ids of one pretoken to ``out``; the count, or < 0 on failure (see
+    _bpe_long)."""
+    cdef int32_t k = _find(t, p, n)
+    cdef Py_ssize_t count, i
+    if k != NO_TOKEN:  # most pretokens are tokens: no BPE
+        out[0] = t.ids[k]
+        return 1
+    if n <= SHORT_PIECE:
+        count = _bpe_short(t, p, n, out)
+    else:
+        count = _bpe_long(t, p, n, out)
+    for i in range(count):
+        out[i] = t.ids[out[i]]
+    return count
+
+
+# ------------------------------------------------------------------------------- safe points
+
+cdef inline bint _is_space_cp(uint32_t c) noexcept nogil:
+    """str.isspace (a superset of the patterns' \\s, so a safe point found is always safe)."""
+    if c < 0x80:
+        return c == 0x20 or 0x09 <= c <= 0x0d or 0x1c <= c <= 0x1f
+    return (
+        c == 0x85 or c == 0xa0 or c == 0x1680 or 0x2000 <= c <= 0x200a or c == 0x2028
+        or c == 0x2029 or c == 0x202f or c == 0x205f or c == 0x3000
+    )
+
+
+cdef inline uint32_t _decode_at(const unsigned char* s, Py_ssize_t i) noexcept nogil:
+    """The code point whose (valid) UTF-8 starts at s[i]."""
+    cdef uint32_t c = s[i]
+    if c < 0x80:
+        return c
+    if c < 0xe0:
+        return ((c & 0x1f) << 6) | (s[i + 1] & 0x3f)
+    if c < 0xf0:
+        return ((c & 0x0f) << 12) | ((s[i + 1] & 0x3f) << 6) | (s[i + 2] & 0x3f)
+    return ((c & 0x07) << 18) | ((s[i + 1] & 0x3f) << 12) | ((s[i + 2] & 0x3f) << 6) | (s[i + 3] & 0x3f)
+
+
+cdef inline bint _is_safe_point(const unsigned char* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Whether the space at s[i] has non-whitespace on both sides."""
+    cdef Py_ssize_t j
+    if i == 0 or i + 1 >= n:
+        return False
+    if _is_space_cp(_decode_at(s, i + 1)):
+        return False
+    j = i - 1
+    while s[j] & 0xc0 == 0x80:  # back to the first byte of the previous character
+        j -= 1
+    return not _is_space_cp(_decode_at(s, j))
+
+
+cdef Py_ssize_t _block_end(const unsigned char* s, Py_ssize_t start, Py_ssize_t n) noexcept nogil:
+    """Where the block that starts at ``start`` ends: a safe point chosen by content, or n."""
+    cdef Py_ssize_t i = start + MIN_BLOCK
+    cdef const unsigned char* hit
+    while i < n - 1:
+        hit = <const unsigned char*>memchr(s + i, 0x20, n - 1 - i)
+        if hit == NULL:
+            return n
+        i = hit - s
+        if _is_safe_point(s, i, n) and (
+            i - start >= MAX_BLOCK or _hash(s + i - 8, 8) % BOUNDARY_ODDS == 0
+        ):
+            return i
+        i += 1
+    return n
+
+
+# ------------------------------------------------------------------------------- block cache
+
+cdef struct Generation:
+    # One generation of the block cache: an open-addressing index over entries whose keys
+    # (block bytes) and values (ids) live in two arenas, so dropping it is a few frees.
+    uint64_t* hashes  # per slot; 0 = empty (stored hashes are made odd)
+    int32_t* slot_entry
+    uint64_t mask
+    int64_t* key_off
+    int32_t* key_len
+    int64_t* val_off
+    int32_t* val_len
+    int32_t count
+    int32_t max_count
+    unsigned char* keys
+    int64_t keys_used
+    int64_t keys_cap
+    int32_t* vals
+    int64_t vals_used
+    int64_t vals_cap
+
+
+cdef int _gen_init(Generation* g, int32_t max_count) noexcept nogil:
+    cdef uint64_t capacity = 16
+    while capacity < <uint64_t>max_count * 2:
+        capacity *= 2
+    g.mask = capacity - 1
+    g.hashes = <uint64_t*>malloc(capacity * sizeof(uint64_t))
+    g.slot_entry = <int32_t*>malloc(capacity * sizeof(int32_t))
+    g.key_off = <int64_t*>malloc(max_count * sizeof(int64_t))
+    g.key_len = <int32_t*>malloc(max_count * sizeof(int32_t))
+    g.val_off = <int64_t*>malloc(max_count * sizeof(int64_t))
+    g.val_len = <int32_t*>malloc(max_count * sizeof(int32_t))
+    g.count = 0
+    g.max_count = max_count
+    g.keys = NULL
+    g.keys_used = g.keys_cap = 0
+    g.vals = NULL
+    g.vals_used = g.vals_cap = 0
+    if not g.hashes or not g.slot_entry or not g.key_off or not g.key_len or not g.val_off or not g.val_len:
+        return -1
+    for i in range(capacity):
+        g.hashes[i] = 0
+    return 0
+
+
+cdef void _gen_free(Generation* g) noexcept nogil:
+    free(g.hashes)
+    free(g.slot_entry)
+    free(g.key_off)
+    free(g.key_len)
+    free(g.val_off)
+    free(g.val_len)
+    free(g.keys)
+    free(g.vals)
+    g.hashes = NULL
+    g.slot_entry = NULL
+    g.key_off = g.val_off = NULL
+    g.key_len = g.val_len = NULL
+    g.keys = NULL
+    g.vals = NULL
+
+
+cdef int32_t _gen_find(
+    const Generation* g, uint64_t h, const unsigned char* p, Py_ssize_t n
+) noexcept nogil:
+    """The entry holding block p[0:n] (hash h, odd), or -1."""
+    cdef uint64_t i = h & g.mask
+    cdef int32_t e
+    while g.hashes[i]:
+        if g.hashes[i] == h:
+            e = g.slot_entry[i]
+            if g.key_len[e] == n and memcmp(g.keys + g.key_off[e], p, n) == 0:
+                return e
+        i = (i + 1) & g.mask
+    return -1
+
+
+cdef int _gen_add(
+    Generation* g, uint64_t h, const unsigned char* p, Py_ssize_t n, const int32_t* ids,
+    Py_ssize_t count,
+) noexcept nogil:
+    """Append an entry (the caller checked it is absent and that there is room); -1 if out
+    of memory."""
+    cdef uint64_t i = h & g.mask
+    cdef int64_t cap
+    cdef void* grown
+    cdef int32_t e = g.count
+    if g.keys_used + n > g.keys_cap:
+        cap = max(g.keys_cap * 2, g.keys_used + n, 1 << 16)
+        grown = realloc(g.keys, cap)
+        if grown == NULL:
+            return -1
+        g.keys = <unsigned char*>grown
+        g.keys_cap = cap
+    if g.vals_used + count > g.vals_cap:
+        cap = max(g.vals_cap * 2, g.vals_used + count, 1 << 14)
+        grown = realloc(g.vals, cap * sizeof(int32_t))
+        if grown == NULL:
+            return -1
+        g.vals = <int32_t*>grown
+        g.vals_cap = cap
+    memcpy(g.keys + g.keys_used, p, n)
+    memcpy(g.vals + g.vals_used, ids, count * sizeof(int32_t))
+    g.key_off[e] = g.keys_used
+    g.key_len[e] = <int32_t>n
+    g.val_off[e] = g.vals_used
+    g.val_len[e] = <int32_t>count
+    g.keys_used += n
+    g.vals_used += count
+    g.count += 1
+    while g.hashes[i]:
+        i = (i + 1) & g.mask
+    g.hashes[i] = h
+    g.slot_entry[i] = e
+    return 0
+
+
+cdef class _BlockCache:
+    """Bounded two-generation cache of block bytes -> ids (an approximate LRU, like
+    ``tokend.core.cache.ChunkCache``): new entries go to the young generation; when it is
+    full it becomes the old one and the previous old one is dropped; a hit in the old
+    generation is copied back into the young one. So an entry survives as long as it is used
+    once per turnover. Callers hold the GIL, which is the cache's lock."""
+
+    cdef Generation young
+    cdef Generation old
+    cdef int32_t per_generation
+    cdef int64_t max_bytes  # per generation: block bytes + 4 bytes per id
+    cdef readonly int64_t hits, misses, evictions
+    cdef readonly int64_t max_entries
+
+    def __cinit__(self, int64_t max_entries, int64_t max_bytes):
+        self.max_entries = max_entries
+        self.per_generation = <int32_t>max(1, max_entries // 2)
+        self.max_bytes = max(1, max_bytes // 2)
+        if _gen_init(&self.young, self.per_generation) or _gen_init(&self.old, self.per_generation):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        _gen_free(&self.young)
+        _gen_free(&self.old)
+
+    @property
+    def entries(self):
+        return self.young.count + self.old.count
+
+    cdef bint lookup(
+        self, uint64_t h, const unsigned char* p, Py_ssize_t n, int32_t* out, Py_ssize_t* count
+    ) noexcept:
+        """Copy the ids of block p[0:n] to ``out`` if cached (``count`` set) and count the
+        hit; else count a miss."""
+        cdef int32_t e = _gen_find(&self.young, h, p, n)
+        if e >= 0:
+            count[0] = self.young.val_len[e]
+            memcpy(out, self.young.vals + self.young.val_off[e], count[0] * sizeof(int32_t))
+            self.hits += 1
+            return True
+        e = _gen_find(&self.old, h, p, n)
+        if e >= 0:
+            count[0] = self.old.val_len[e]
+            memcpy(out, self.old.vals + self.old.val_off[e], count[0] * sizeof(int32_t))
+            self.hits += 1
+            self.insert(h, p, n, out, count[0])  # promote (out holds the copy)
+            return True
+        self.misses += 1
+        return False
+
+    cdef bint lookup_size(self, uint64_t h, const unsigned char* p, Py_ssize_t n, Py_ssize_t* count) noexcept:
+        """Like lookup, for counting: only the number of ids."""
+        cdef int32_t e = _gen_find(&self.young, h, p, n)
+        if e >= 0:
+            count[0] = self.young.val_len[e]
+            self.hits += 1
+            return True
+        e = _gen_find(&self.old, h, p, n)
+        if e >= 0:
+            count[0] = self.old.val_len[e]
+            self.hits += 1
+            # promote: copy the ids out first, the turnover may free the old generation
+            tmp = <int32_t*>malloc(count[0] * sizeof(int32_t) + 1)
+            if tmp != NULL:
+                memcpy(tmp, self.old.vals + self.old.val_off[e], count[0] * sizeof(int32_t))
+                self.insert(h, p, n, tmp, count[0])
+                free(tmp)
+            return True
+        self.misses += 1
+        return False
+
+    cdef void insert(
+        self, uint64_t h, const unsigned char* p, Py_ssize_t n, const int32_t* ids,
+        Py_ssize_t count,
+    ) noexcept:
+        """Add a block to the young generation (turning over first when it is full)."""
+        cdef Generation fresh
+        if self.max_entries <= 0 or _gen_find(&self.young, h, p, n) >= 0:
+            return
+        if (
+            self.young.count >= self.per_generation
+            or self.young.keys_used + self.young.vals_used * 4 + n + 4 * count > self.max_bytes
+        ):
+            if _gen_init(&fresh, self.per_generation):
+                _gen_free(&fresh)
+                return  # out of memory: just do not cache
+            self.evictions += self.old.count
+            _gen_free(&self.old)
+            self.old = self.young
+            self.young = fresh
+        _gen_add(&self.young, h, p, n, ids, count)
+
+
+# ------------------------------------------------------------------------------------ engine
+
+cdef struct Block:
+    Py_ssize_t start
+    Py_ssize_t end
+    uint64_t hash
+    bint hit
+    bint cacheable
+    Py_ssize_t offset  # into the hit or the miss buffer
+    Py_ssize_t count  # ids
+
+
+cdef class CompiledEngine:
+    """Encodes segments of ordinary text to ids with one encoding's tables (compiled)."""
+
+    cdef Table table
+    cdef _BlockCache cache
+    cdef readonly str name
+    cdef bint chunked
+    cdef int kind  # the compiled scanner of a named pattern, or -1: the regex per block
+    cdef object findall  # the regex pretokenizer, for patterns without the safe-point proof
+    cdef list ints  # id -> the int object put into output lists (shared, not made per id)
+    cdef unsigned char* dec_data
+    cdef int64_t* dec_off  # id -> start in dec_data; dec_len[id] < 0 for no such id
+    cdef int32_t* dec_len
+    cdef Py_ssize_t dec_n
+
+    def __cinit__(self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries):
+        self.name = "compiled"
+        self._build_table(ranks, ids)
+        self._build_decoder(decoder)
+        self.ints = list(range(self.dec_n))
+        self.chunked = is_chunkable(pat_str)
+        self.kind = -1
+        self.findall = compile_pattern(pat_str)
+        # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
+        # Python engine's unit) would be ~60x the memory: blocks get cache_entries / 8 entries
+        # and 64 bytes of text + ids per chunk-entry (16 MiB at the default 262,144).
+        self.cache = _BlockCache(cache_entries // 8, cache_entries * 64)
+
+    def __dealloc__(self):
+        free(self.table.slots)
+        free(self.table.data)
+        free(self.table.offsets)
+        free(self.table.ids)
+        free(self.dec_data)
+        free(self.dec_off)
+        free(self.dec_len)
+
+    cdef _build_table(self, ranks, ids):
+        cdef Table* t = &self.table
+        cdef bytes token
+        cdef int64_t total = 0
+        cdef int32_t k
+        cdef uint64_t capacity = 16, h, i
+        ordered = sorted(ranks, key=ranks.__getitem__)
+        t.n = len(ordered)
+        for token in ordered:
+            total += len(token)
+        while capacity < <uint64_t>t.n * 2:
+            capacity *= 2
+        t.mask = capacity - 1
+        t.slots = <Slot*>malloc(capacity * sizeof(Slot))
+        t.data = <unsigned char*>malloc(total + 1)
+        t.offsets = <int64_t*>malloc((t.n + 1) * sizeof(int64_t))
+        t.ids = <int32_t*>malloc((t.n + 1) * sizeof(int32_t))
+        if not t.slots or not t.data or not t.offsets or not t.ids:
+            raise MemoryError()
+        for i in range(capacity):
+            t.slots[i].index = NO_TOKEN
+        for k in range(256):
+            t.byte_index[k] = NO_TOKEN
+        total = 0
+        for k in range(t.n):
+            token = ordered[k]
+            t.offsets[k] = total
+            memcpy(t.data + total, PyBytes_AS_STRING(token), len(token))
+            total += len(token)
+            t.ids[k] = ids[token]
+            if len(token) == 1:
+                t.byte_index[token[0]] = k
+        t.offsets[t.n] = total
+        for k in range(t.n):
+            h = _hash(t.data + t.offsets[k], t.offsets[k + 1] - t.offsets[k])
+            i = h & t.mask
+            while t.slots[i].index != NO_TOKEN:
+                i = (i + 1) & t.mask
+            t.slots[i].tag = <uint32_t>(h >> 32)
+            t.slots[i].index = k
+
+    cdef _build_decoder(self, decoder):
+        cdef int64_t total = 0
+        cdef bytes token
+        cdef Py_ssize_t token_id
+        self.dec_n = max(decoder) + 1
+        for token in decoder.values():
+            total += len(token)
+        self.dec_data = <unsigned char*>malloc(total + 1)
+        self.dec_off = <int64_t*>malloc(self.dec_n * sizeof(int64_t))
+        self.dec_len = <int32_t*>malloc(self.dec_n * sizeof(int32_t))
+        if not self.dec_data or not self.dec_off or not self.dec_len:
+            raise MemoryError()
+        for token_id in range(self.dec_n):
+            self.dec_len[token_id] = -1
+        total = 0
+        for token_id, token in decoder.items():
+            self.dec_off[token_id] = total
+            self.dec_len[token_id] = len(token)
+            memcpy(self.dec_data + total, PyBytes_AS_STRING(token), len(token))
+            total += len(token)
+
+    # --------------------------------------------------------------------------- public
+
+    def encode(self, str text):
+        """The ids of ``text`` (ordinary text; lone surrogates raise UnicodeEncodeError)."""
+        return self._run(text, True)
+
+    def count(self, str text):
+        """``len(encode(text))`` without building the list."""
+        return self._run(text, False)
+
+    def decode_bytes(self, tokens):
+        """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""
+        cdef Py_ssize_t n = len(tokens), i, total = 0
+        cdef long long v
+        cdef int64_t* at = <int64_t*>malloc(n * sizeof(int64_t) + 1)
+        if at == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                token = tokens[i]
+                v = -1
+                if PyLong_Check(token):
+                    try:
+                        v = PyLong_AsLongLong(token)
+                    except OverflowError:
+                        v = -1
+                if v < 0 or v >= self.dec_n or self.dec_len[v] < 0:
+                    raise UnknownTokenId(token, self.dec_n)
+                at[i] = v
+                total += self.dec_len[v]
+            out = PyBytes_FromStringAndSize(NULL, total)
+            buf = <unsigned char*>PyBytes_AS_STRING(out)
+            total = 0
+            for i in range(n):
+                memcpy(buf + total, self.dec_data + self.dec_off[at[i]], self.dec_len[at[i]])
+                total += self.dec_len[at[i]]
+            return out
+        finally:
+            free(at)
+
+    def cache_info(self):
+        """Block cache counters (entries are blocks)."""
+        return CacheInfo(
+            hits=self.cache.hits,
+            misses=self.cache.misses,
+            evictions=self.cache.evictions,
+            entries=self.cache.entries,
+            max_entries=self.cache.max_entries,
+        )
+
+    # ------------------------------------------------------------------------ internals
+
+    cdef object _to_list(self, const int32_t* ids, Py_ssize_t count):
+        cdef list out = PyList_New(count)
+        cdef PyObject* item
+        cdef Py_ssize_t i
+        for i in range(count):
+            item = PyList_GET_ITEM(self.ints, ids[i])
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(out, i, <object>item)
+        return out
+
+    cdef object _run(self, str text, bint want_list):
+        cdef Py_ssize_t n
+        cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
+        if n == 0:
+            return [] if want_list else 0
+        if not self.chunked:
+            return self._run_regex(text, n, want_list)
+        return self._run_blocks(text, s, n, want_list)
+
+    cdef object _run_regex(self, str text, Py_ssize_t n, bint want_list):
+        """Custom patterns: the regex module's pretokens, then the token table and BPE."""
+        cdef int32_t* buf = <int32_t*>malloc(n * sizeof(int32_t) + 4)
+        cdef Py_ssize_t used = 0, m, got
+        cdef const unsigned char* p
+        if buf == NULL:
+            raise MemoryError()
+        try:
+            for piece in self.findall(text):
+                p = <const unsigned char*>PyUnicode_AsUTF8AndSize(piece, &m)
+                got = _encode_pretoken(&self.table, p, m, buf + used)
+                if got < 0:
+                    self._raise_failure(got)
+                used += got
+            return self._to_list(buf, used) if want_list else used
+        finally:
+            free(buf)
+
+    cdef object _run_blocks(self, str text, const unsigned char* s, Py_ssize_t n, bint want_list):
+        cdef Py_ssize_t max_blocks = n // MIN_BLOCK + 2
+        cdef Block* blocks = <Block*>malloc(max_blocks * sizeof(Block))
+        cdef int32_t* hits = <int32_t*>malloc(n * sizeof(int32_t) + 4) if want_list else NULL
+        cdef int32_t* misses = NULL
+        cdef Py_ssize_t nblocks = 0, start = 0, end, hits_used = 0, miss_bytes = 0
+        cdef Py_ssize_t i, got, total = 0, failed = 0
+        cdef Block* b
+        cdef list out
+        try:
+            if blocks == NULL or (want_list and hits == NULL):
+                raise MemoryError()
+            # 1. cut and look up (GIL held)
+            while start < n:
+                end = _block_end(s, start, n)
+                b = &blocks[nblocks]
+                nblocks += 1
+                b.start = start
+                b.end = end
+                b.hit = False
+                b.cacheable = end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0
+                if b.cacheable:
+                    b.hash = _hash(s + start, end - start) | 1
+                    if want_list:
+                        b.hit = self.cache.lookup(b.hash, s + start, end - start, hits + hits_used, &b.count)
+                        if b.hit:
+                            b.offset = hits_used
+                            hits_used += b.count
+                    else:
+                        b.hit = self.cache.lookup_size(b.hash, s + start, end - start, &b.count)
+                if not b.hit:
+                    miss_bytes += end - start
+                start = end
+            # 2. encode the misses (GIL released for enough work)
+            if miss_bytes:
+                misses = <int32_t*>malloc(miss_bytes * sizeof(int32_t) + 4)
+                if misses == NULL:
+                    raise MemoryError()
+                if self.kind < 0:
+                    self._encode_misses_regex(s, blocks, nblocks, misses)
+                elif miss_bytes >= NOGIL_BYTES:
+                    with nogil:
+                        failed = self._encode_misses(s, blocks, nblocks, misses)
+                else:
+                    failed = self._encode_misses(s, blocks, nblocks, misses)
+                if failed:
+                    self._raise_failure(failed)
+            # 3. publish (GIL held): the output, then the cache
+            for i in range(nblocks):
+                total += blocks[i].count
+            if want_list:
+                out = PyList_New(total)
+                total = 0
+                for i in range(nblocks):
+                    b = &blocks[i]
+                    self._fill(out, total, (hits if b.hit else misses) + b.offset, b.count)
+                    total += b.count
+            for i in range(nblocks):
+                b = &blocks[i]
+                if not b.hit and b.cacheable:
+                    self.cache.insert(b.hash, s + b.start, b.end - b.start, misses + b.offset, b.count)
+            return out if want_list else total
+        finally:
+            free(blocks)
+            free(hits)
+            free(misses)
+
+    cdef void _fill(self, list out, Py_ssize_t at, const int32_t* ids, Py_ssize_t count):
+        cdef PyObject* item
+        cdef Py_ssize_t i
+        for i in range(count):
+            item = PyList_GET_ITEM(self.ints, ids[i])
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(out, at + i, <object>item)
+
+    cdef Py_ssize_t _encode_misses(
+        self, const unsigned char* s, Block* blocks, Py_ssize_t nblocks, int32_t* out
+    ) noexcept nogil:
+        """Encode every missed block into ``out``; 0, or the failure code of a pretoken."""
+        cdef Py_ssize_t used = 0, i, pos, stop, got
+        cdef Block* b
+        for i in range(nblocks):
+            b = &blocks[i]
+            if b.hit:
+                continue
+            b.offset = used
+            pos = b.start
+            while pos < b.end:
+                stop = b.start + pretoken_end(self.kind, s + b.start, pos - b.start, b.end - b.start)
+                got = _encode_pretoken(&self.table, s + pos, stop - pos, out + used)
+                if got < 0:
+                    return got
+                used += got
+                pos = stop
+            b.count = used - b.offset
+        return 0
+
+    cdef int _encode_misses_regex(
+        self, const unsigned char* s, Block* blocks, Py_ssize_t nblocks, int32_t* out
+    ) except -1:
+        """_encode_misses with the regex module's pretokens (GIL held)."""
+        cdef Py_ssize_t used = 0, i, m, got
+        cdef const unsigned char* p
+        cdef Block* b
+        for i in range(nblocks):
+            b = &blocks[i]
+            if b.hit:
+                continue
+            b.offset = used
+            block = PyUnicode_DecodeUTF8(<const char*>s + b.start, b.end - b.start, NULL)
+            for piece in self.findall(block):
+                p = <const unsigned char*>PyUnicode_AsUTF8AndSize(piece, &m)
+                got = _encode_pretoken(&self.table, p, m, out + used)
+                if got < 0:
+                    self._raise_failure(got)
+                used += got
+            b.count = used - b.offset
+        return 0
+
+    cdef int _raise_failure(self, Py_ssize_t code) except -1:
+        if code == -1:
+            raise MemoryError()
+        raise KeyError("the encoding has no token for a byte of the text")

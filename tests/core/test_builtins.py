@@ -17,6 +17,9 @@ from tokend.core import (
 )
 from tokend.core import builtins as builtins_module
 
+# Every test here runs once per engine (compiled, python): see tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 
 class TestGetEncoding:
     """get_encoding loads each built-in once and refuses unknown names."""

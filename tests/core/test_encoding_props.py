@@ -5,11 +5,15 @@ from __future__ import annotations
 import functools
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiktoken_reference import reference
 
 from tokend.core import Encoding, get_encoding
+
+# Every test here runs once per engine (compiled, python): see tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("each_engine")
 
 NAMES = ("o200k_base", "cl100k_base", "r50k_base", "p50k_base")
 

@@ -31,6 +31,9 @@ from tokend.core.hf_format import (
 from tokend.core.interop import parse_special, read_tokenizer_files
 from tokend.core.patterns import CL100K_PATTERN, GPT2_PATTERN, NAMED_PATTERNS
 
+# Every test here runs once per engine (compiled, python): see tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 DATA = Path(__file__).parents[2] / "core" / "data"
 MULTILINGUAL = [
     "Hello 世界! Привет мир. مرحبا بالعالم 🤖🎉 नमस्ते  \n\n  x   y\r\n1234567 it's I'M don't",

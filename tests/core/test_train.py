@@ -139,8 +139,13 @@ any_text = st.text(max_size=80)  # arbitrary Unicode (hypothesis leaves out surr
 def corpora(draw: st.DrawFn) -> tuple[str, list[str]]:
     specials = draw(st.lists(st.sampled_from(SPECIALS), unique=True, max_size=3))
     parts = draw(st.lists(st.one_of(tie_text, any_text), min_size=1, max_size=5))
-    glue = draw(st.lists(st.sampled_from([*specials, ""]) if specials else st.just(""),
-                         min_size=len(parts), max_size=len(parts)))
+    glue = draw(
+        st.lists(
+            st.sampled_from([*specials, ""]) if specials else st.just(""),
+            min_size=len(parts),
+            max_size=len(parts),
+        )
+    )
     text = "".join(p + g for p, g in zip(parts, glue, strict=True))
     return text, specials
 

@@ -20,8 +20,19 @@ class TestTrainCommand:
         """--out: <name>.tiktoken holds exactly train_bpe's ranks; the manifest describes it."""
         corpus = fixtures_dir / "corpora" / "tinystories_sample.txt"
         status = main(
-            ["train", str(corpus), "--vocab-size", "400", "--special", "<|endoftext|>",
-             "--name", "tiny", "--out", str(tmp_path), "--json"]
+            [
+                "train",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--special",
+                "<|endoftext|>",
+                "--name",
+                "tiny",
+                "--out",
+                str(tmp_path),
+                "--json",
+            ]
         )
         assert status == 0
         expected = train_bpe(corpus, 400, ["<|endoftext|>"])
@@ -40,8 +51,17 @@ class TestTrainCommand:
         self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         corpus = fixtures_dir / "corpora" / "german.txt"
-        args = ["train", str(corpus), "--vocab-size", "300", "--name", "de",
-                "--registry", str(tmp_path / "reg"), "--quiet"]
+        args = [
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "300",
+            "--name",
+            "de",
+            "--registry",
+            str(tmp_path / "reg"),
+            "--quiet",
+        ]
         assert main(args) == 0
         assert main(args) == 0
         assert capsys.readouterr().out.split() == ["de@1", "de@2"]
@@ -53,10 +73,25 @@ class TestTrainCommand:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         missing = str(tmp_path / "missing.txt")
-        assert main(["train", missing, "--vocab-size", "300", "--name", "x",
-                     "--out", str(tmp_path)]) == 1
+        assert (
+            main(["train", missing, "--vocab-size", "300", "--name", "x", "--out", str(tmp_path)])
+            == 1
+        )
         assert "does not exist" in capsys.readouterr().err
         (tmp_path / "c.txt").write_text("text", "utf-8")
-        assert main(["train", str(tmp_path / "c.txt"), "--vocab-size", "300",
-                     "--name", "Bad Name", "--out", str(tmp_path)]) == 1
+        assert (
+            main(
+                [
+                    "train",
+                    str(tmp_path / "c.txt"),
+                    "--vocab-size",
+                    "300",
+                    "--name",
+                    "Bad Name",
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 1
+        )
         assert "Bad Name" in capsys.readouterr().err

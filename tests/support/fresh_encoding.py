@@ -7,12 +7,16 @@ import gzip
 from pathlib import Path
 
 from tokend.core import Encoding, get_encoding
+from tokend.core.engine import EngineName
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def fresh(name: str, cache_entries: int = 1 << 16) -> Encoding:
-    """A new Encoding (own, empty cache) with the built-in's tables."""
+def fresh(
+    name: str, cache_entries: int = 1 << 16, engine: EngineName | None = None
+) -> Encoding:
+    """A new Encoding (own, empty cache) with the built-in's tables (``engine`` None: the
+    default, which the ``each_engine`` fixture sets)."""
     base = get_encoding(name)
     return Encoding(
         f"{name}-copy",
@@ -20,6 +24,7 @@ def fresh(name: str, cache_entries: int = 1 << 16) -> Encoding:
         mergeable_ranks=base.mergeable_ranks,
         special_tokens=base.special_tokens,
         cache_entries=cache_entries,
+        engine=engine,
     )
 
 
