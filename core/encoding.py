@@ -143,6 +143,7 @@ class Encoding:
         *,
         name: str = "custom",
         cache_entries: int = DEFAULT_CACHE_ENTRIES,
+        engine: EngineName | None = None,
     ) -> Encoding:
         """Build an encoding from GPT-2 / HF style ``vocab`` (id -> bytes) and ordered ``merges``.
 
@@ -206,6 +207,7 @@ class Encoding:
             explicit_n_vocab=None,
             cache_entries=cache_entries,
             extra_decoder=extra,
+            engine=engine,
         )
         return encoding
 

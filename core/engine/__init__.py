@@ -73,6 +73,7 @@ class Engine(Protocol):
         """The engine's cache counters (for metrics and tests)."""
         ...
 
+
 _compiled: ModuleType | None
 try:
     from tokend.core.engine import _compiled
