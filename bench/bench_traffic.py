@@ -166,7 +166,7 @@ def shared_prompt(text: str, name: str, tmp: Path, requests: int) -> None:
     rng = random.Random(5)
     words = text[prompt_end : prompt_end + 200_000].split()
     questions = [
-        " Question %d: " % i + " ".join(rng.choice(words) for _ in range(rng.randint(8, 40))) + "?"
+        f" Question {i}: " + " ".join(rng.choice(words) for _ in range(rng.randint(8, 40))) + "?"
         for i in range(requests)
     ]
     tokens = len(tk.encode_ordinary(prompt))
