@@ -224,9 +224,8 @@ def rss(name: str, text: str, tmp: Path) -> None:
         ).stdout
         rows.append((lib, int(out.split()[-1]) / 1024))
     for lib, mb in rows:
-        print(
-            f"| {'tokend ' + lib if lib != 'tiktoken' else lib} | {mb:.0f} | {mb / rows[0][1]:.2f}x |"
-        )
+        label = lib if lib == "tiktoken" else f"tokend {lib}"
+        print(f"| {label} | {mb:.0f} | {mb / rows[0][1]:.2f}x |")
 
 
 def main() -> None:
