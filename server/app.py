@@ -16,7 +16,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from tokend import __version__
+from tokend.core.engine import ENGINE
 from tokend.core.registry import Registry
+from tokend.server import metrics
 from tokend.server.config import ServerConfig
 from tokend.server.executor import LifoThreadPool
 from tokend.server.interceptors import ServerState, TokendInterceptor
@@ -134,6 +137,7 @@ def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
 
 def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServer:
     """Build and bind (not start) a server for ``config``; ``port`` 0 picks a free port."""
+    metrics.BUILD_INFO.labels(__version__, ENGINE).set(1)
     registry = Registry(config.registry)
     tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
     jobs = JobStore(config.jobs_dir)

@@ -77,6 +77,12 @@ CALLS_WAITING = Gauge(
     "tokend_calls_waiting", "Calls waiting for the --busy-calls limit now",
     multiprocess_mode="livesum",
 )
+BUILD_INFO = Gauge(
+    "tokend_build_info",
+    "1 per running version and encoding engine (compiled or python)",
+    ["version", "engine"],
+    multiprocess_mode="livemax",
+)
 DRAINING = Gauge(
     "tokend_draining", "1 while a worker is draining for shutdown", multiprocess_mode="livemax"
 )

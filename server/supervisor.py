@@ -19,6 +19,7 @@ import time
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
+from tokend.core.engine import ENGINE
 from tokend.core.registry import Registry
 from tokend.server import metrics
 from tokend.server.config import ServerConfig
@@ -136,6 +137,7 @@ class Supervisor:
                 metrics_port=metrics_port,
                 registry=str(config.registry),
                 tls=config.tls,
+                engine=ENGINE,
             )
             self._watch()
             self._shutdown()

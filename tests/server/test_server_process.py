@@ -222,6 +222,12 @@ class TestMetrics:
         assert 'tokend_cache_hits{tokenizer="r50k_base"}' in samples
         assert samples["tokend_calls_waited"] >= 1
         assert samples["tokend_calls_waiting"] == 0  # the burst is over
+        # the engine in use is visible: on /metrics and in the serving log line
+        from tokend import __version__
+        from tokend.core.engine import ENGINE
+
+        assert samples[f'tokend_build_info{{engine="{ENGINE}",version="{__version__}"}}'] == 1
+        assert tokend_server.wait_event("serving")["engine"] == ENGINE
 
 
 class TestLifecycle:
