@@ -29,7 +29,7 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 
 from tokend.core.cache import CacheInfo
 from tokend.core.errors import UnknownTokenId
-from tokend.core.pretokenize import compile_pattern, is_chunkable
+from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern, is_chunkable
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
@@ -601,7 +601,7 @@ cdef class CompiledEngine:
         self._build_decoder(decoder)
         self.ints = list(range(self.dec_n))
         self.chunked = is_chunkable(pat_str)
-        self.kind = -1
+        self.kind = SCANNER_KINDS.get(pat_str, -1)
         self.findall = compile_pattern(pat_str)
         # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
         # Python engine's unit) would be ~60x the memory: blocks get cache_entries / 8 entries

@@ -1,3 +1,388 @@
-# Placeholder until the compiled scanners land (the engine uses kind -1 meanwhile).
-cdef inline Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+# The compiled pretokenizer: hand-written scanners for the four built-in patterns.
+#
+# Included textually into _compiled.pyx. ``pretoken_end`` gives the end of the pretoken that
+# ``regex`` running ``tokend.core.pretokenize.TIKTOKEN_COMPATIBLE[pattern]`` finds at a byte
+# offset of valid UTF-8 text, touching no Python object (so it runs without the GIL). Each
+# scanner follows its pattern alternative by alternative, in order, and simulates the regex
+# engine's backtracking where a quantifier can give characters back; the comments quote the
+# alternative being tried. The class of a code point is one lookup in tables probed from the
+# ``regex`` module by tools/gen_unicode_tables.py (bits TOK_WS, TOK_L, ... documented there).
+#
+# Notation below: L, N = \p{L}, \p{N} narrowed to tiktoken's Unicode data; X = [^\s\p{L}\p{N}];
+# P = [^\r\n\p{L}\p{N}]; UP, LO = o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], [\p{Ll}\p{Lm}\p{Lo}\p{M}].
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_Substring
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+
+cdef extern from "_unicode_tables.h":
+    const unsigned char TOK_WS, TOK_L, TOK_N, TOK_X, TOK_P, TOK_UP, TOK_LO
+    const unsigned int TOK_SHIFT, TOK_MASK, TOK_FOLD_OTHERS
+    const unsigned char tok_ascii_bits[128]
+    const unsigned char tok_stage1[]
+    const unsigned char tok_stage2[]
+    const unsigned char tok_fold_ascii[128]
+    const unsigned int tok_fold_other_cp[]
+    const unsigned char tok_fold_other_letter[]
+
+cdef enum:
+    PAT_GPT2 = 0    # tokend.core.patterns.GPT2_PATTERN
+    PAT_R50K = 1    # tokend.core.pretokenize.R50K_PATTERN (tiktoken's r50k/p50k)
+    PAT_CL100K = 2  # CL100K_PATTERN
+    PAT_O200K = 3   # O200K_PATTERN
+
+
+cdef inline unsigned int _decode(const unsigned char* s, Py_ssize_t i,
+                                 Py_ssize_t* nxt) noexcept nogil:
+    """The code point of the (valid, multi-byte) UTF-8 sequence at s[i]; nxt = its end."""
+    cdef unsigned int b = s[i]
+    if b < 0xE0:
+        nxt[0] = i + 2
+        return ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
+    if b < 0xF0:
+        nxt[0] = i + 3
+        return ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+    nxt[0] = i + 4
+    return (((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6)
+            | (s[i + 3] & 0x3F))
+
+
+cdef inline unsigned char _cp_bits(unsigned int cp) noexcept nogil:
+    return tok_stage2[(<unsigned int>tok_stage1[cp >> TOK_SHIFT] << TOK_SHIFT) + (cp & TOK_MASK)]
+
+
+cdef inline unsigned char _bits(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
+                                Py_ssize_t* nxt) noexcept nogil:
+    """Class bits of the character at byte i (0 at the end of the text); nxt = its end."""
+    if i >= n:
+        nxt[0] = i
+        return 0
+    cdef unsigned char b = s[i]
+    if b < 0x80:
+        nxt[0] = i + 1
+        return tok_ascii_bits[b]
+    return _cp_bits(_decode(s, i, nxt))
+
+
+cdef inline Py_ssize_t _run(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
+                            unsigned char mask) noexcept nogil:
+    """End of the longest run of characters from byte i that have a bit of ``mask``."""
+    cdef Py_ssize_t nxt
+    cdef unsigned char b
+    while i < n:
+        b = s[i]
+        # subtle: the ASCII test inline (no decode, no two-stage lookup) is what makes prose
+        # scan at several hundred MB/s; a call to _bits per byte is slower
+        if b < 0x80:
+            if not (tok_ascii_bits[b] & mask):
+                return i
+            i += 1
+        else:
+            if not (_cp_bits(_decode(s, i, &nxt)) & mask):
+                return i
+            i = nxt
+    return i
+
+
+cdef inline Py_ssize_t _prev(const unsigned char* s, Py_ssize_t i) noexcept nogil:
+    """Start of the character that ends at byte i (i > 0)."""
+    i -= 1
+    while (s[i] & 0xC0) == 0x80:
+        i -= 1
+    return i
+
+
+cdef inline unsigned char _fold(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
+                                Py_ssize_t* nxt) noexcept nogil:
+    """The contraction letter the character at byte i matches under (?i), or 0."""
+    if i >= n:
+        nxt[0] = i
+        return 0
+    cdef unsigned char b = s[i]
+    if b < 0x80:
+        nxt[0] = i + 1
+        return tok_fold_ascii[b]
+    cdef unsigned int cp = _decode(s, i, nxt)
+    cdef unsigned int k
+    for k in range(TOK_FOLD_OTHERS):
+        if tok_fold_other_cp[k] == cp:
+            return tok_fold_other_letter[k]
+    return 0
+
+
+cdef inline Py_ssize_t _contraction_ci(const unsigned char* s, Py_ssize_t i,
+                                       Py_ssize_t n) noexcept nogil:
+    """End of ``'(?i:s|t|re|ve|m|ll|d)`` at byte i, or -1 (cl100k and o200k contractions)."""
+    cdef Py_ssize_t j, k
+    cdef unsigned char a, b
+    if i >= n or s[i] != 0x27:  # '
+        return -1
+    a = _fold(s, i + 1, n, &j)
+    if a == b's' or a == b't' or a == b'm' or a == b'd':
+        return j
+    if a == b'r' or a == b'v' or a == b'l':
+        b = _fold(s, j, n, &k)
+        if (a == b'l' and b == b'l') or (a != b'l' and b == b'e'):
+            return k
+    return -1
+
+
+cdef inline Py_ssize_t _whitespace(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n,
+                                   bint end_anchor, bint crlf_run) noexcept nogil:
+    """The whitespace alternatives at a whitespace character (or one no class holds).
+
+    ``\\s++$`` (if end_anchor), then ``\\s*[\\r\\n]`` (``\\s*[\\r\\n]+`` if crlf_run), then
+    ``\\s+(?!\\S)``, then ``\\s+`` / ``\\s``.
+    """
+    cdef Py_ssize_t e = _run(s, pos, n, TOK_WS)
+    cdef Py_ssize_t j, first
+    if end_anchor and (e == n or (e == n - 1 and s[e] == 0x0A)):
+        # \s++$: possessive, so $ is only tried at the run's end; regex's $ also matches before
+        # a final "\n" (which a maximal whitespace run cannot stop at, but the test is cheap)
+        return e
+    if end_anchor or crlf_run:
+        # \s*[\r\n] / \s*[\r\n]+: \s* gives characters back until a CR or LF follows, so the
+        # match ends after the run's last CR/LF; [\r\n]+ then takes just that one (the next
+        # character is no CR/LF). CR and LF are ASCII: scanning bytes is safe.
+        j = e
+        while j > pos:
+            j -= 1
+            if s[j] == 0x0A or s[j] == 0x0D:
+                return j + 1
+    # \s+(?!\S): at the end of the text the whole run; else the run minus its last character
+    # (which is followed by whitespace) if that leaves one
+    if e == n:
+        return e
+    if e > pos:
+        j = _prev(s, e)
+        if j > pos:
+            return j
+        return e  # \s+ / \s: a lone whitespace character
+    # no class holds this character (impossible in valid UTF-8): consume it anyway
+    _bits(s, pos, n, &first)
+    return first
+
+
+cdef Py_ssize_t _gpt2_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+    """``'(?:[sdmt]|ll|ve|re)| ?L+| ?N+| ?X+|\\s+(?!\\S)|\\s+`` and its possessive r50k twin
+    ``...| ?X++|\\s++$|\\s+(?!\\S)|\\s``, which split every text alike: nothing follows the
+    possessive runs, and ``\\s++$`` and ``\\s`` take what ``\\s+(?!\\S)`` and ``\\s+`` would."""
+    cdef unsigned char c = s[pos], c1, c2, b
+    cdef Py_ssize_t p, q
+    if c == 0x27 and pos + 1 < n:  # '(?:[sdmt]|ll|ve|re), case-sensitive
+        c1 = s[pos + 1]
+        if c1 == b's' or c1 == b'd' or c1 == b'm' or c1 == b't':
+            return pos + 2
+        if pos + 2 < n:
+            c2 = s[pos + 2]
+            if (c1 == b'l' and c2 == b'l') or ((c1 == b'v' or c1 == b'r') and c2 == b'e'):
+                return pos + 3
+    # ` ?` is greedy: with the space first; a space is in none of L, N, X, so giving it back
+    # never helps
+    p = pos + 1 if c == 0x20 else pos
+    b = _bits(s, p, n, &q)
+    if b & TOK_L:
+        return _run(s, q, n, TOK_L)
+    if b & TOK_N:
+        return _run(s, q, n, TOK_N)
+    if b & TOK_X:
+        return _run(s, q, n, TOK_X)
+    return _whitespace(s, pos, n, False, False)
+
+
+cdef Py_ssize_t _cl100k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+    """``'(?i:[sdmt]|ll|ve|re)|P?+L++|N{1,3}+| ?X++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s``"""
+    cdef Py_ssize_t q, r, e, p
+    cdef unsigned char b, bq
+    cdef int k
+    r = _contraction_ci(s, pos, n)
+    if r >= 0:
+        return r
+    b = _bits(s, pos, n, &q)
+    # P?+L++: the optional P is possessive; P and L never overlap, so with P taken the only
+    # way on is L at the next character
+    if b & TOK_P:
+        bq = _bits(s, q, n, &e)
+        if bq & TOK_L:
+            return _run(s, e, n, TOK_L)
+    elif b & TOK_L:
+        return _run(s, q, n, TOK_L)
+    if b & TOK_N:  # N{1,3}+
+        e = q
+        for k in range(2):
+            if not (_bits(s, e, n, &p) & TOK_N):
+                break
+            e = p
+        return e
+    # ` ?X++[\r\n]*+` (a space is no X, so giving it back never helps)
+    if s[pos] == 0x20:
+        b = _bits(s, q, n, &e)
+    else:
+        e = q
+    if b & TOK_X:
+        e = _run(s, e, n, TOK_X)
+        while e < n and (s[e] == 0x0A or s[e] == 0x0D):
+            e += 1
+        return e
+    return _whitespace(s, pos, n, True, False)
+
+
+cdef inline Py_ssize_t _o200k_word_from(const unsigned char* s, Py_ssize_t p,
+                                        Py_ssize_t n) noexcept nogil:
+    """``UP*LO+(?i:'s|...)?`` from byte p, as the regex engine matches it, or -1.
+
+    UP* is greedy: it takes the longest UP run, then gives back one character at a time
+    until LO+ can start, i.e. LO+ starts at the last position of the run (or just after it)
+    holding an LO character; UP and LO overlap in Lm, Lo and marks, so that can be inside.
+    LO+ then takes its longest run, since the optional contraction after it always succeeds.
+    """
+    cdef Py_ssize_t u = _run(s, p, n, TOK_UP)
+    cdef Py_ssize_t start = u, nxt, r
+    if not (_bits(s, u, n, &nxt) & TOK_LO):
+        start = -1
+        while u > p:
+            u = _prev(s, u)
+            if _bits(s, u, n, &nxt) & TOK_LO:
+                start = u
+                break
+        if start < 0:
+            return -1
+    start = _run(s, start, n, TOK_LO)
+    r = _contraction_ci(s, start, n)
+    return r if r >= 0 else start
+
+
+cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+    """``P?UP*LO+C?|P?UP+LO*C?|N{1,3}| ?X+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
+    with C = ``(?i:'s|'t|'re|'ve|'m|'ll|'d)``."""
+    cdef Py_ssize_t q, r, e, p, qq
+    cdef unsigned char b = _bits(s, pos, n, &q), bq = 0
+    cdef int k
+    qq = q
+    if b & TOK_P:
+        bq = _bits(s, q, n, &qq)
+    if (b | bq) & (TOK_UP | TOK_LO):
+        # P?UP*LO+C?: P? greedy, so first with the P character taken, then without it (which
+        # matters when it is a mark: marks are P, UP and LO at once)
+        if b & TOK_P:
+            r = _o200k_word_from(s, q, n)
+            if r >= 0:
+                return r
+        r = _o200k_word_from(s, pos, n)
+        if r >= 0:
+            return r
+        # P?UP+LO*C?: the same order; UP+ and LO* take their longest runs, C? always succeeds
+        e = -1
+        if bq & TOK_UP:
+            e = _run(s, qq, n, TOK_UP)
+        elif b & TOK_UP:
+            e = _run(s, q, n, TOK_UP)
+        if e >= 0:
+            e = _run(s, e, n, TOK_LO)
+            r = _contraction_ci(s, e, n)
+            return r if r >= 0 else e
+    if b & TOK_N:  # N{1,3}
+        e = q
+        for k in range(2):
+            if not (_bits(s, e, n, &p) & TOK_N):
+                break
+            e = p
+        return e
+    # ` ?X+[\r\n/]*` (a space is no X, so giving it back never helps; X+ then [\r\n/]* take
+    # their longest runs, nothing follows them)
+    if s[pos] == 0x20:
+        b = bq if b & TOK_P else _bits(s, q, n, &qq)
+        e = qq
+    else:
+        e = q
+    if b & TOK_X:
+        e = _run(s, e, n, TOK_X)
+        while e < n and (s[e] == 0x0A or s[e] == 0x0D or s[e] == 0x2F):
+            e += 1
+        return e
+    return _whitespace(s, pos, n, False, True)
+
+
+cdef Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
+                             Py_ssize_t n) noexcept nogil:
+    """End (byte offset, exclusive) of the pretoken the pattern ``kind`` (PAT_*) finds at byte
+    ``pos`` < ``n`` of the valid UTF-8 text ``s[0:n]``, scanning it whole from the start.
+
+    Every character belongs to some pretoken, so ``pos = pretoken_end(kind, s, pos, n)`` from
+    0 walks the pretokens; the result is always > pos. An unknown ``kind`` gives ``n``.
+    """
+    if kind == PAT_O200K:
+        return _o200k_end(s, pos, n)
+    if kind == PAT_CL100K:
+        return _cl100k_end(s, pos, n)
+    if kind == PAT_GPT2 or kind == PAT_R50K:
+        return _gpt2_end(s, pos, n)
     return n
+
+
+def pretokenize(int kind, str text):
+    """The pretokens of ``text`` under pattern ``kind`` (0 gpt2, 1 r50k, 2 cl100k, 3 o200k),
+    exactly as ``tokend.core.pretokenize.compile_pattern(pattern)(text)``.
+
+    Raises UnicodeEncodeError for a lone surrogate (the engine never sees one) and ValueError
+    for an unknown ``kind``.
+    """
+    if kind < PAT_GPT2 or kind > PAT_O200K:
+        raise ValueError(f"unknown pattern kind {kind}; expected 0 (gpt2), 1 (r50k), "
+                         "2 (cl100k) or 3 (o200k)")
+    cdef Py_ssize_t n, pos = 0, end
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
+    cdef list out = []
+    cdef Py_ssize_t cpos = 0, cend, i
+    if n == len(text):
+        while pos < n:
+            end = pretoken_end(kind, s, pos, n)
+            out.append(PyUnicode_Substring(text, pos, end))
+            pos = end
+        return out
+    while pos < n:
+        end = pretoken_end(kind, s, pos, n)
+        cend = cpos
+        for i in range(pos, end):
+            cend += (s[i] & 0xC0) != 0x80
+        out.append(PyUnicode_Substring(text, cpos, cend))
+        cpos = cend
+        pos = end
+    return out
+
+
+def count_pretokens(int kind, str text):
+    """How many pretokens ``text`` has under pattern ``kind`` (no str built: the scan alone)."""
+    if kind < PAT_GPT2 or kind > PAT_O200K:
+        raise ValueError(f"unknown pattern kind {kind}; expected 0 (gpt2), 1 (r50k), "
+                         "2 (cl100k) or 3 (o200k)")
+    cdef Py_ssize_t n, pos = 0, count = 0
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
+    with nogil:
+        while pos < n:
+            pos = pretoken_end(kind, s, pos, n)
+            count += 1
+    return count
+
+
+# The class tables, visible to the tests that hold them against regex and tiktoken.
+CLASS_BITS = {"ws": TOK_WS, "L": TOK_L, "N": TOK_N, "X": TOK_X, "P": TOK_P, "UP": TOK_UP,
+              "LO": TOK_LO}
+
+
+def class_bits(unsigned int cp):
+    """The scanner's class bits (CLASS_BITS) of code point ``cp``."""
+    if cp > 0x10FFFF:
+        raise ValueError(f"{cp:#x} is not a code point")
+    return tok_ascii_bits[cp] if cp < 128 else _cp_bits(cp)
+
+
+def contraction_letter(unsigned int cp):
+    """The contraction letter (one of "sdmtlvre") ``cp`` matches under (?i), or ""."""
+    if cp > 0x10FFFF or 0xD800 <= cp < 0xE000:
+        raise ValueError(f"{cp:#x} is not a code point UTF-8 can hold")
+    cdef bytes raw = chr(cp).encode("utf-8")
+    cdef Py_ssize_t nxt
+    cdef unsigned char letter = _fold(<const unsigned char*>raw, 0, len(raw), &nxt)
+    return chr(letter) if letter else ""
