@@ -29,11 +29,10 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 
 from tokend.core.cache import CacheInfo
 from tokend.core.errors import UnknownTokenId
-from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern, is_chunkable
+from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
 
 include "_pretok.pxi"
 
@@ -586,8 +585,7 @@ cdef class CompiledEngine:
     cdef Table table
     cdef _BlockCache cache
     cdef readonly str name
-    cdef bint chunked
-    cdef int kind  # the compiled scanner of a named pattern, or -1: the regex per block
+    cdef int kind  # the compiled scanner of a named pattern, or -1: a custom pattern
     cdef object findall  # the regex pretokenizer, for patterns without the safe-point proof
     cdef list ints  # id -> the int object put into output lists (shared, not made per id)
     cdef unsigned char* dec_data
@@ -600,7 +598,7 @@ cdef class CompiledEngine:
         self._build_table(ranks, ids)
         self._build_decoder(decoder)
         self.ints = list(range(self.dec_n))
-        self.chunked = is_chunkable(pat_str)
+        # The named patterns have both the safe-point proof and a scanner; custom ones neither.
         self.kind = SCANNER_KINDS.get(pat_str, -1)
         self.findall = compile_pattern(pat_str)
         # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
@@ -746,7 +744,7 @@ cdef class CompiledEngine:
         cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
         if n == 0:
             return [] if want_list else 0
-        if not self.chunked:
+        if self.kind < 0:
             return self._run_regex(text, n, want_list)
         return self._run_blocks(text, s, n, want_list)
 
@@ -806,9 +804,7 @@ cdef class CompiledEngine:
                 misses = <int32_t*>malloc(miss_bytes * sizeof(int32_t) + 4)
                 if misses == NULL:
                     raise MemoryError()
-                if self.kind < 0:
-                    self._encode_misses_regex(s, blocks, nblocks, misses)
-                elif miss_bytes >= NOGIL_BYTES:
+                if miss_bytes >= NOGIL_BYTES:
                     with nogil:
                         failed = self._encode_misses(s, blocks, nblocks, misses)
                 else:
@@ -862,28 +858,6 @@ cdef class CompiledEngine:
                     return got
                 used += got
                 pos = stop
-            b.count = used - b.offset
-        return 0
-
-    cdef int _encode_misses_regex(
-        self, const unsigned char* s, Block* blocks, Py_ssize_t nblocks, int32_t* out
-    ) except -1:
-        """_encode_misses with the regex module's pretokens (GIL held)."""
-        cdef Py_ssize_t used = 0, i, m, got
-        cdef const unsigned char* p
-        cdef Block* b
-        for i in range(nblocks):
-            b = &blocks[i]
-            if b.hit:
-                continue
-            b.offset = used
-            block = PyUnicode_DecodeUTF8(<const char*>s + b.start, b.end - b.start, NULL)
-            for piece in self.findall(block):
-                p = <const unsigned char*>PyUnicode_AsUTF8AndSize(piece, &m)
-                got = _encode_pretoken(&self.table, p, m, out + used)
-                if got < 0:
-                    self._raise_failure(got)
-                used += got
             b.count = used - b.offset
         return 0
 

@@ -168,3 +168,12 @@ class TestDecode:
         gap = next(i for i in range(100_256, enc.n_vocab) if i not in enc.special_tokens.values())
         with pytest.raises(UnknownTokenId):
             enc.decode_bytes([gap])
+
+
+class TestScannerCoverage:
+    """Every pattern with the safe-point proof has a compiled scanner, and no other."""
+
+    def test_scanners_are_the_chunkable_patterns(self) -> None:
+        from tokend.core.pretokenize import CHUNKABLE_PATTERNS, SCANNER_KINDS
+
+        assert set(SCANNER_KINDS) == set(CHUNKABLE_PATTERNS)
