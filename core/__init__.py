@@ -31,6 +31,16 @@ if TYPE_CHECKING:
         list_encoding_names,
     )
     from tokend.core.cache import CacheInfo
+    from tokend.core.counting import (
+        ChatCount,
+        Chunk,
+        ModelCatalogue,
+        ModelInfo,
+        TruncateResult,
+        chunk,
+        count_chat,
+        truncate,
+    )
     from tokend.core.encoding import Encoding
     from tokend.core.engine import ENGINE
     from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
@@ -49,6 +59,14 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "BUILTIN_NAMES": "tokend.core.builtins",
     "CacheInfo": "tokend.core.cache",
+    "ChatCount": "tokend.core.counting",
+    "Chunk": "tokend.core.counting",
+    "ModelCatalogue": "tokend.core.counting",
+    "ModelInfo": "tokend.core.counting",
+    "TruncateResult": "tokend.core.counting",
+    "chunk": "tokend.core.counting",
+    "count_chat": "tokend.core.counting",
+    "truncate": "tokend.core.counting",
     "ENGINE": "tokend.core.engine",
     "Encoding": "tokend.core.encoding",
     "Problem": "tokend.core.registry",
@@ -74,6 +92,8 @@ __all__ = [
     "AlreadyExists",
     "CacheInfo",
     "Cancelled",
+    "ChatCount",
+    "Chunk",
     "CorruptData",
     "DisallowedSpecialToken",
     "Encoding",
@@ -81,6 +101,8 @@ __all__ = [
     "InvalidInput",
     "InvalidName",
     "LimitExceeded",
+    "ModelCatalogue",
+    "ModelInfo",
     "Problem",
     "Registry",
     "ResolvedRef",
@@ -89,15 +111,19 @@ __all__ = [
     "TokenizerInfo",
     "TrainResult",
     "TrainStats",
+    "TruncateResult",
     "UnknownTokenId",
     "UnknownTokenizer",
     "VersionInfo",
+    "chunk",
+    "count_chat",
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
     "read_hf_tokenizer_json",
     "train_bpe",
+    "truncate",
     "write_hf_tokenizer_json",
 ]
 

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 # A silent fall-back to the pure-Python engine must fail CI, not pass it.
 export TOKEND_REQUIRE_COMPILED=1
 bash scripts/setup.sh
+bash scripts/fetch-test-data.sh
 if [ -f scripts/setup-test-tools.sh ]; then
   bash scripts/setup-test-tools.sh
 fi
