@@ -11,9 +11,10 @@ import threading
 from importlib import resources
 from typing import Any
 
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.encoding import Encoding
 from tokend.core.engine import default_engine
-from tokend.core.errors import CorruptData, UnknownTokenizer
+from tokend.core.errors import CorruptData, UnknownTokenizer, shown
 from tokend.core.formats import load_tiktoken_bpe
 
 BUILTIN_NAMES: tuple[str, ...] = (
@@ -129,14 +130,14 @@ def load_builtin_spec(name: str) -> dict[str, Any]:
     """The JSON description of a built-in (pat_str, special_tokens, ranks_file, ranks_sha256)."""
     if name not in BUILTIN_NAMES:
         raise UnknownTokenizer(
-            f"unknown encoding {name!r}; the built-in encodings are {', '.join(BUILTIN_NAMES)}"
+            f"unknown encoding {shown(name)}; the built-in encodings are {', '.join(BUILTIN_NAMES)}"
         )
     source = _ALIASES.get(name, name)
     path = resources.files("tokend.core") / "data" / f"{source}.json"
     try:
         spec: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise CorruptData(f"{path}: cannot read the description of {name!r} ({exc})") from None
+        raise CorruptData(f"{path}: cannot read the description of {shown(name)} ({exc})") from None
     spec["name"] = name
     return spec
 
@@ -173,20 +174,36 @@ def get_encoding(name: str) -> Encoding:
     encoding = _encodings.get(key)
     if encoding is not None:
         return encoding
-    spec = load_builtin_spec(name)
     with _lock:
         encoding = _encodings.get(key)
         if encoding is None:
-            ranks = _load_ranks(spec["ranks_file"], spec["ranks_sha256"])
-            encoding = Encoding(
-                name,
-                pat_str=spec["pat_str"],
-                mergeable_ranks=ranks,
-                special_tokens=dict(spec["special_tokens"]),
-                explicit_n_vocab=spec.get("explicit_n_vocab"),
-            )
+            encoding = _build(name, DEFAULT_CACHE_ENTRIES)
             _encodings[key] = encoding
     return encoding
+
+
+def new_builtin_encoding(name: str, *, cache_entries: int) -> Encoding:
+    """A new instance of the built-in ``name`` with its own cache of ``cache_entries``.
+
+    The parsed rank table is shared with every other instance; only the caches and the
+    per-instance lookup tables are new (a server uses this so --cache-entries applies).
+    """
+    with _lock:
+        return _build(name, cache_entries)
+
+
+def _build(name: str, cache_entries: int) -> Encoding:
+    # Called with _lock held.
+    spec = load_builtin_spec(name)
+    ranks = _load_ranks(spec["ranks_file"], spec["ranks_sha256"])
+    return Encoding(
+        name,
+        pat_str=spec["pat_str"],
+        mergeable_ranks=ranks,
+        special_tokens=dict(spec["special_tokens"]),
+        explicit_n_vocab=spec.get("explicit_n_vocab"),
+        cache_entries=cache_entries,
+    )
 
 
 def is_shared_builtin(encoding: Encoding) -> bool:
@@ -206,7 +223,7 @@ def encoding_name_for_model(model_name: str) -> str:
         if model_name.startswith(prefix):
             return encoding_name
     raise UnknownTokenizer(
-        f"cannot map model {model_name!r} to an encoding; use get_encoding() with one of "
+        f"cannot map model {shown(model_name)} to an encoding; use get_encoding() with one of "
         f"{', '.join(BUILTIN_NAMES)}"
     )
 

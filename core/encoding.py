@@ -462,8 +462,21 @@ class Encoding:
     def decode_batch(
         self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
     ) -> list[str]:
-        """Decode several token lists."""
-        return [self.decode(tokens, errors=errors) for tokens in batch]
+        """Decode several token lists (in a thread pool of ``num_threads``, like tiktoken)."""
+        decoder = functools.partial(self.decode, errors=errors)
+        if len(batch) <= 1 or num_threads <= 1:
+            return [decoder(tokens) for tokens in batch]
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(decoder, batch))
+
+    def decode_bytes_batch(
+        self, batch: Sequence[Sequence[int]], *, num_threads: int = 8
+    ) -> list[bytes]:
+        """The bytes of several token lists (in a thread pool of ``num_threads``)."""
+        if len(batch) <= 1 or num_threads <= 1:
+            return [self.decode_bytes(tokens) for tokens in batch]
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(self.decode_bytes, batch))
 
     # ------------------------------------------------------------------------------ internals
 

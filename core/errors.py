@@ -7,6 +7,24 @@ classes to gRPC status codes in one table (``tokend.server.errors``); the client
 
 from __future__ import annotations
 
+# How many characters of a client's value an error message quotes (bug: a 6 KB name echoed in
+# full overflowed gRPC's trailer limit). Longer values are cut and their length is given.
+SHOWN_CHARS = 200
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr`` of a value a client sent, cut to a bounded prefix.
+
+    >>> shown("abc")
+    "'abc'"
+    >>> shown("x" * 100, limit=4)
+    "'xxxx'... (100 characters)"
+    """
+    if isinstance(value, str | bytes) and len(value) > limit:
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{value[:limit]!r}... ({len(value)} {unit})"
+    return repr(value)
+
 
 class TokendError(Exception):
     """Base class of every error tokend raises on purpose."""
@@ -19,8 +37,13 @@ class InvalidInput(TokendError, ValueError):
 class DisallowedSpecialToken(InvalidInput):
     """Text contains a special token that the encode call did not allow."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, *, message: str | None = None) -> None:
+        """``message`` replaces tiktoken's Python-argument advice (the server names its
+        request fields instead)."""
         self.token = token
+        if message is not None:
+            super().__init__(message)
+            return
         super().__init__(
             f"Encountered text corresponding to disallowed special token {token!r}.\n"
             "If you want this text to be encoded as a special token, pass it to "

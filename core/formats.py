@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -34,7 +35,7 @@ def read_maybe_gzip(path: str | os.PathLike[str]) -> bytes:
     if str(path).endswith(".gz"):
         try:
             return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
             raise CorruptData(f"{path}: not a valid gzip file ({exc})") from None
     return raw
 
@@ -180,9 +181,11 @@ def printable_to_token(text: str, *, source: str = "<str>") -> bytes:
 def read_gpt2_vocab(path: str | os.PathLike[str]) -> dict[int, bytes]:
     """Read a GPT-2/HF ``vocab.json`` (printable token -> id) as ``{id: token bytes}``."""
     try:
-        raw = json.loads(read_maybe_gzip(path))
+        raw = json.loads(decode_utf8(read_maybe_gzip(path), path))
     except json.JSONDecodeError as exc:
         raise CorruptData(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise CorruptData(f"{path}: JSON nested too deeply") from None
     if not isinstance(raw, dict):
         raise CorruptData(f"{path}: expected a JSON object of token -> id")
     vocab: dict[int, bytes] = {}
@@ -195,10 +198,21 @@ def read_gpt2_vocab(path: str | os.PathLike[str]) -> dict[int, bytes]:
     return vocab
 
 
+def decode_utf8(data: bytes, path: str | os.PathLike[str]) -> str:
+    """``data`` as UTF-8 text; CorruptData naming the file, line and byte if it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CorruptData(
+            f"{path}:{line}: not valid UTF-8 at byte {exc.start} ({exc.reason})"
+        ) from None
+
+
 def read_gpt2_merges(path: str | os.PathLike[str]) -> list[Pair]:
     """Read a GPT-2/HF ``merges.txt``: an optional ``#version`` line, then ``left right`` pairs."""
     merges: list[Pair] = []
-    text = read_maybe_gzip(path).decode("utf-8")
+    text = decode_utf8(read_maybe_gzip(path), path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line or (lineno == 1 and line.startswith("#version")):
             continue

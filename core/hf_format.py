@@ -392,6 +392,8 @@ def read_hf_tokenizer_json(path: str | os.PathLike[str]) -> HFTokenizer:
         raw = json.loads(read_maybe_gzip(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorruptData(f"{source}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise CorruptData(f"{source}: JSON nested too deeply") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
         raise CorruptData(f"{source}: expected a tokenizer.json object with a 'model'")
     model: dict[str, Any] = raw["model"]
@@ -437,7 +439,10 @@ def read_hf_tokenizer_json(path: str | os.PathLike[str]) -> HFTokenizer:
         vocab[token_id] = printable_to_token(text, source=f"{source}: model.vocab")
 
     merges: list[Pair] = []
-    for index, item in enumerate(model.get("merges") or []):
+    merges_raw = model.get("merges") or []
+    if not isinstance(merges_raw, list):
+        raise CorruptData(f"{source}: model.merges must be a list of pairs")
+    for index, item in enumerate(merges_raw):
         if isinstance(item, str):
             pieces = item.split(" ")
         elif isinstance(item, list):

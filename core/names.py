@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tokend.core.errors import InvalidName
+from tokend.core.errors import InvalidName, shown
 
 NAME_RULE = "^[a-z0-9][a-z0-9._-]{0,63}$"
 # subtle: \Z, not $ -- `$` also matches before a trailing newline ("abc\n" must be refused).
@@ -29,7 +29,7 @@ def check_name(name: object, *, what: str = "tokenizer name") -> str:
     """
     if not isinstance(name, str) or _NAME_RE.match(name) is None:
         raise InvalidName(
-            f"invalid {what} {name!r}: names must match {NAME_RULE} "
+            f"invalid {what} {shown(name)}: names must match {NAME_RULE} "
             "(lowercase ASCII letters, digits, '.', '_' and '-'; starting with a letter or "
             "digit; at most 64 characters)"
         )
@@ -41,10 +41,10 @@ def check_alias(alias: object) -> str:
     check_name(alias, what="alias")
     assert isinstance(alias, str)  # narrowed by check_name
     if alias.isdigit():
-        raise InvalidName(f"invalid alias {alias!r}: aliases must match {ALIAS_RULE}")
+        raise InvalidName(f"invalid alias {shown(alias)}: aliases must match {ALIAS_RULE}")
     if alias in RESERVED_ALIASES:
         raise InvalidName(
-            f"invalid alias {alias!r}: {sorted(RESERVED_ALIASES)} are reserved "
+            f"invalid alias {shown(alias)}: {sorted(RESERVED_ALIASES)} are reserved "
             "(`name@latest` always means the newest version)"
         )
     return alias
@@ -54,7 +54,7 @@ def check_version(version: object) -> int:
     """Return ``version`` if it is a positive int (not a bool), else raise InvalidName."""
     if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < MAX_VERSION:
         raise InvalidName(
-            f"invalid version {version!r}: versions are positive integers below {MAX_VERSION}"
+            f"invalid version {shown(version)}: versions are positive integers below {MAX_VERSION}"
         )
     return version
 
@@ -80,7 +80,7 @@ def parse_ref(ref: object) -> ParsedRef:
     """
     if not isinstance(ref, str) or not ref:
         raise InvalidName(
-            f"invalid reference {ref!r}: expected 'name', 'name@VERSION' or 'name@ALIAS'"
+            f"invalid reference {shown(ref)}: expected 'name', 'name@VERSION' or 'name@ALIAS'"
         )
     name, sep, suffix = ref.partition("@")
     check_name(name)
@@ -89,7 +89,7 @@ def parse_ref(ref: object) -> ParsedRef:
     if suffix.isascii() and suffix.isdigit():
         if len(suffix) > 15 or suffix.startswith("0"):
             raise InvalidName(
-                f"invalid version in reference {ref!r}: versions are positive integers "
+                f"invalid version in reference {shown(ref)}: versions are positive integers "
                 f"without leading zeros, below {MAX_VERSION}"
             )
         return ParsedRef(name, version=int(suffix))
@@ -98,5 +98,5 @@ def parse_ref(ref: object) -> ParsedRef:
     try:
         check_alias(suffix)
     except InvalidName as exc:
-        raise InvalidName(f"invalid reference {ref!r}: {exc}") from None
+        raise InvalidName(f"invalid reference {shown(ref)}: {exc}") from None
     return ParsedRef(name, alias=suffix)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import regex
 
-from tokend.core.errors import InvalidInput
+from tokend.core.errors import InvalidInput, shown
 
 # The original GPT-2 pattern (r50k_base / gpt2 / p50k use a possessive variant of it).
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -66,8 +66,8 @@ def validate_pattern(pat_str: str) -> None:
     try:
         compiled = regex.compile(pat_str)
     except regex.error as exc:
-        raise InvalidInput(f"pattern {pat_str!r} does not compile: {exc}") from None
+        raise InvalidInput(f"pattern {shown(pat_str)} does not compile: {exc}") from None
     if compiled.match("") is not None:  # on "" any match is a full match
         raise InvalidInput(
-            f"pattern {pat_str!r} matches the empty string; every match must consume text"
+            f"pattern {shown(pat_str)} matches the empty string; every match must consume text"
         )

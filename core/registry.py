@@ -41,6 +41,7 @@ from tokend.core.errors import (
     InvalidInput,
     TokendError,
     UnknownTokenizer,
+    shown,
 )
 from tokend.core.formats import (
     atomic_write_bytes,
@@ -252,7 +253,7 @@ class Registry:
         if name in builtins:
             if parsed.version is not None or (parsed.alias not in (None, "latest")):
                 raise InvalidInput(
-                    f"{ref!r}: {name} is a built-in encoding; it has no versions or aliases"
+                    f"{shown(ref)}: {name} is a built-in encoding; it has no versions or aliases"
                 )
             return ResolvedRef(name, None, builtin=True)
         versions = self._versions(name)
@@ -262,7 +263,7 @@ class Registry:
                     return ResolvedRef(encoding_name_for_model(name), None, builtin=True)
             known = self._names() + builtins
             raise UnknownTokenizer(
-                f"no tokenizer named {name!r} in registry {self.root} and no model of that "
+                f"no tokenizer named {shown(name)} in registry {self.root} and no model of that "
                 f"name; known tokenizers: {', '.join(known[:30]) or '(none)'}"
             )
         if parsed.version is not None:
@@ -277,13 +278,13 @@ class Registry:
         aliases = self._aliases(name)
         if parsed.alias not in aliases:
             raise UnknownTokenizer(
-                f"{name} has no alias {parsed.alias!r}; aliases: "
+                f"{name} has no alias {shown(parsed.alias)}; aliases: "
                 f"{', '.join(sorted(aliases)) or '(none)'}"
             )
         version = aliases[parsed.alias]
         if version not in versions:
             raise CorruptData(
-                f"{self._name_dir(name) / ALIASES_FILE}: alias {parsed.alias!r} points at "
+                f"{self._name_dir(name) / ALIASES_FILE}: alias {shown(parsed.alias)} points at "
                 f"missing version {version}"
             )
         return ResolvedRef(name, version, builtin=False)
@@ -309,7 +310,9 @@ class Registry:
         """
         check_name(name)
         if name in self._builtin_names():
-            raise AlreadyExists(f"{name!r} is a built-in encoding (read-only); choose another name")
+            raise AlreadyExists(
+                f"{shown(name)} is a built-in encoding (read-only); choose another name"
+            )
         n_vocab = _check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
         extra = {"training": training, "corpus": corpus}
         for key, value in extra.items():
@@ -372,7 +375,9 @@ class Registry:
         check_alias(alias)
         check_version(version)
         if name in self._builtin_names():
-            raise FailedPrecondition(f"{name!r} is a built-in encoding (read-only): no aliases")
+            raise FailedPrecondition(
+                f"{shown(name)} is a built-in encoding (read-only): no aliases"
+            )
         with self._lock():
             versions = self._versions(name)
             if version not in versions:
@@ -392,7 +397,7 @@ class Registry:
             aliases = self._aliases(name)
             if alias not in aliases:
                 raise UnknownTokenizer(
-                    f"{name} has no alias {alias!r}; aliases: "
+                    f"{name} has no alias {shown(alias)}; aliases: "
                     f"{', '.join(sorted(aliases)) or '(none)'}"
                 )
             del aliases[alias]
@@ -412,12 +417,13 @@ class Registry:
         """
         parsed = parse_ref(ref)
         if all_versions and (parsed.version is not None or parsed.alias is not None):
-            raise InvalidInput(f"{ref!r}: deleting all versions takes a bare name")
+            raise InvalidInput(f"{shown(ref)}: deleting all versions takes a bare name")
         with self._lock():
             resolved = self.resolve(ref)
             if resolved.builtin:
                 raise FailedPrecondition(
-                    f"{ref!r} is the built-in encoding {resolved.name}; built-ins are read-only"
+                    f"{shown(ref)} is the built-in encoding {resolved.name}; "
+                    "built-ins are read-only"
                 )
             name = resolved.name
             assert resolved.version is not None  # registry versions always have one
@@ -426,7 +432,8 @@ class Registry:
             blocking = sorted(f"{name}@{a} -> {v}" for a, v in aliases.items() if v in doomed)
             if blocking:
                 raise FailedPrecondition(
-                    f"cannot delete {ref!r}: aliases point at it ({', '.join(blocking)}); move "
+                    f"cannot delete {shown(ref)}: aliases point at it ({', '.join(blocking)}); "
+                    "move "
                     "or remove the aliases first"
                 )
             name_dir = self._name_dir(name)
@@ -579,7 +586,7 @@ class Registry:
                             Problem(
                                 f"{name}@{alias}",
                                 str(name_dir / ALIASES_FILE),
-                                f"alias {alias!r} points at missing version {version}",
+                                f"alias {shown(alias)} points at missing version {version}",
                             )
                         )
             except CorruptData as exc:
@@ -731,20 +738,20 @@ def _check_contents(
     seen: set[int] = set()
     for token, rank in ranks.items():
         if not isinstance(token, bytes) or not token:
-            raise InvalidInput(f"token {token!r} must be non-empty bytes")
+            raise InvalidInput(f"token {shown(token)} must be non-empty bytes")
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise InvalidInput(f"rank of {token!r} is {rank!r}, not a non-negative int")
+            raise InvalidInput(f"rank of {shown(token)} is {rank!r}, not a non-negative int")
         if rank in seen:
             raise InvalidInput(f"rank {rank} is used by more than one token")
         seen.add(rank)
     for text, token_id in special_tokens.items():
         if not isinstance(text, str) or not text:
-            raise InvalidInput(f"special token {text!r} must be a non-empty string")
+            raise InvalidInput(f"special token {shown(text)} must be a non-empty string")
         if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
-            raise InvalidInput(f"id of special token {text!r} is {token_id!r}")
+            raise InvalidInput(f"id of special token {shown(text)} is {token_id!r}")
         if token_id in seen:
             raise InvalidInput(
-                f"special token {text!r} has id {token_id}, already used by another token"
+                f"special token {shown(text)} has id {token_id}, already used by another token"
             )
         seen.add(token_id)
     n_vocab = max(seen) + 1

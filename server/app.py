@@ -14,7 +14,6 @@ from typing import cast
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from tokend import __version__
 from tokend.core.engine import ENGINE
@@ -33,6 +32,7 @@ from tokend.server.metrics import (
     CALLS_WAITED,
     CALLS_WAITING,
 )
+from tokend.server.reflection import enable_server_reflection
 from tokend.server.servicer import TokenizerService
 from tokend.server.tokenizers import Tokenizers
 from tokend.v1 import tokenizer_pb2, tokenizer_pb2_grpc
@@ -161,9 +161,7 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for service in ("", SERVICE_NAME):
         health_servicer.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME), server)
     address = f"{config.host}:{config.port}"
     credentials = server_credentials(config)
     if credentials is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.server.executor import LONG_CALL_SECONDS
 
 MiB = 1 << 20
@@ -50,7 +51,9 @@ class ServerConfig:
     max_ids: int = 4 * MiB  # ids in one Decode request or one Encode response
     max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
     max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
-    cache_entries: int = 65536  # pretoken cache entries per loaded encoding
+    # Chunk + pretoken cache entries per loaded encoding (built-ins included): the library's
+    # default, sized for a 5 MB book (core/cache.py).
+    cache_entries: int = DEFAULT_CACHE_ENTRIES
     admin_token: str | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -127,7 +130,7 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("max_ids", "TOKEND_MAX_IDS", int, "most ids in one Decode request or Encode response"),
     ("max_stream_bytes", "TOKEND_MAX_STREAM_BYTES", int, "most text in one EncodeStream"),
     ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
-    ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "pretoken cache entries per encoding"),
+    ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "chunk + pretoken cache entries per encoding"),
     ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
     ("tls_cert", "TOKEND_TLS_CERT", Path, "PEM server certificate (enables TLS)"),
     ("tls_key", "TOKEND_TLS_KEY", Path, "PEM server private key"),

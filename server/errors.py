@@ -31,6 +31,23 @@ STATUS_TABLE: tuple[tuple[type[E.TokendError], grpc.StatusCode], ...] = (
 )
 
 
+# A status message (grpc-message, and again in the BadRequest detail) is cut to this many
+# characters: core quotes client values through ``errors.shown`` already, this is the backstop
+# that keeps any message far below the client's 16 KiB metadata limit.
+MAX_MESSAGE_CHARS = 1024
+
+
+def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message`` cut to ``limit`` characters, saying so when it was cut.
+
+    >>> bounded("x" * 10, limit=4)
+    'xxxx... (message cut at 4 of 10 characters)'
+    """
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... (message cut at {limit} of {len(message)} characters)"
+
+
 def code_for(exc: E.TokendError) -> grpc.StatusCode:
     """The status code of a domain error (UNKNOWN for a TokendError missing from the table)."""
     for cls, code in STATUS_TABLE:
@@ -69,12 +86,16 @@ def status_for(
     """Build the status for a domain error, with google.rpc details where they help.
 
     Invalid input and limits carry a ``BadRequest`` field violation naming the request field
-    (when known); the message itself always names the offending value and the limit.
+    (when known); the message starts with that field and names the offending value (a bounded
+    prefix of it) and the rule or limit.
     """
     code = code_for(exc)
-    message = str(exc) or type(exc).__name__
-    status = status_pb2.Status(code=_code_number(code), message=message)
     field = field_of(exc)
+    message = str(exc) or type(exc).__name__
+    if field is not None and not message.startswith(field):
+        message = f"{field}: {message}"  # every message names its request field
+    message = bounded(message)
+    status = status_pb2.Status(code=_code_number(code), message=message)
     if field is not None and code in (
         grpc.StatusCode.INVALID_ARGUMENT,
         grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -33,8 +33,9 @@ from tokend.core.errors import (
     Unavailable,
 )
 from tokend.server import metrics
-from tokend.server.errors import code_for, field_of, status_for
+from tokend.server.errors import bounded, code_for, field_of, status_for
 from tokend.server.logs import log_enabled, log_event
+from tokend.server.wire import Undecodable, lenient
 
 SERVICE_PREFIX = "/tokend.v1.TokenizerService/"
 ADMIN_METHODS = frozenset({"Train", "CancelTrainJob"})
@@ -129,25 +130,28 @@ class TokendInterceptor(_Interceptor):
         return wrapped
 
     def _wrap_handler(self, method: str, handler: _Handler) -> _Handler:
+        deserializer = handler.request_deserializer
         kwargs = {
-            "request_deserializer": handler.request_deserializer,
+            # A request that does not decode reaches the wrapper as an Undecodable (wire.py)
+            # instead of failing inside grpcio as an uncounted INTERNAL.
+            "request_deserializer": None if deserializer is None else lenient(deserializer),
             "response_serializer": handler.response_serializer,
         }
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.unary_unary), **kwargs
+                self._wrap_unary(method, handler.unary_unary, streaming=False), **kwargs
             )
         if handler.stream_unary is not None:
             return grpc.stream_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.stream_unary), **kwargs
+                self._wrap_unary(method, handler.stream_unary, streaming=True), **kwargs
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(method, handler.unary_stream), **kwargs
+                self._wrap_stream(method, handler.unary_stream, streaming=False), **kwargs
             )
         assert handler.stream_stream is not None
         return grpc.stream_stream_rpc_method_handler(
-            self._wrap_stream(method, handler.stream_stream), **kwargs
+            self._wrap_stream(method, handler.stream_stream, streaming=True), **kwargs
         )
 
     # -- wrappers -------------------------------------------------------------------------
@@ -171,17 +175,21 @@ class TokendInterceptor(_Interceptor):
                     "'authorization: Bearer <token>'"
                 )
             if not hmac.compare_digest(token.encode(), self.admin_token.encode()):
-                raise PermissionDenied(f"{method}: the admin token is wrong")
+                raise PermissionDenied(
+                    f"{method}: the admin token in 'authorization: Bearer <token>' is wrong"
+                )
         return rid
 
-    def _wrap_unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap_unary(
+        self, method: str, behavior: Callable[..., Any], *, streaming: bool
+    ) -> Callable[..., Any]:
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
             rid = ""
             code = grpc.StatusCode.OK
             try:
                 rid = self._before(method, context)
-                return behavior(request, context)
+                return behavior(_decoded(request, streaming), context)
             except Exception as exc:
                 code = _code_of(exc, context)
                 self._fail(method, context, exc, rid, code)
@@ -190,7 +198,9 @@ class TokendInterceptor(_Interceptor):
 
         return wrapped
 
-    def _wrap_stream(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap_stream(
+        self, method: str, behavior: Callable[..., Any], *, streaming: bool
+    ) -> Callable[..., Any]:
         def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             start = time.perf_counter()
             rid = ""
@@ -207,7 +217,7 @@ class TokendInterceptor(_Interceptor):
             context.add_callback(lambda: record(grpc.StatusCode.CANCELLED))
             try:
                 rid = self._before(method, context, streaming=True)
-                yield from behavior(request, context)
+                yield from behavior(_decoded(request, streaming), context)
             except Exception as exc:
                 code = _code_of(exc, context)
                 self._fail(method, context, exc, rid, code)
@@ -233,11 +243,27 @@ class TokendInterceptor(_Interceptor):
         metadata = ((REQUEST_ID_KEY, rid),) if rid else ()
         if isinstance(exc, TokendError):
             log_event("rpc_error", method=method, code=code.name, request_id=rid,
-                      error=str(exc), field=field_of(exc))
+                      error=bounded(str(exc)), field=field_of(exc))
             context.abort_with_status(status_for(exc, metadata))
         log_event("rpc_internal_error", level=logging.ERROR, method=method, request_id=rid,
                   error=repr(exc), traceback=_format_exc(exc))
         context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {rid})")
+
+
+def _decoded(request: Any, streaming: bool) -> Any:
+    """The request (or request iterator), raising the error of one that did not decode."""
+    if streaming:
+        return _checked_stream(request)
+    if isinstance(request, Undecodable):
+        raise request.error
+    return request
+
+
+def _checked_stream(requests: Iterator[Any]) -> Iterator[Any]:
+    for request in requests:
+        if isinstance(request, Undecodable):
+            raise request.error
+        yield request
 
 
 def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:

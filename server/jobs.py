@@ -31,7 +31,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from tokend.core.errors import CorruptData, InvalidInput, UnknownJob
+from tokend.core.errors import CorruptData, InvalidInput, UnknownJob, shown
 from tokend.core.locking import file_lock, try_lock
 from tokend.server.limits import check
 
@@ -62,7 +62,7 @@ def now() -> str:
 
 def check_job_id(job_id: str) -> str:
     if not isinstance(job_id, str) or _JOB_ID.match(job_id) is None:
-        raise InvalidInput(f"invalid job id {job_id!r}: job ids are 32 lowercase hex digits")
+        raise InvalidInput(f"invalid job id {shown(job_id)}: job ids are 32 lowercase hex digits")
     return job_id
 
 
@@ -99,7 +99,7 @@ class JobStore:
         try:
             raw = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
-            raise UnknownJob(f"no training job {job_id!r} (see ListTrainJobs)") from None
+            raise UnknownJob(f"no training job {shown(job_id)} (see ListTrainJobs)") from None
         try:
             job: Job = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -196,7 +196,7 @@ class JobStore:
         """Read-modify-write a job under its lock; changes to the yielded dict are saved."""
         job_dir = self.job_dir(job_id)
         if not job_dir.is_dir():
-            raise UnknownJob(f"no training job {job_id!r} (see ListTrainJobs)")
+            raise UnknownJob(f"no training job {shown(job_id)} (see ListTrainJobs)")
         with file_lock(job_dir / "lock"):
             job = self.read(job_id)
             before = dict(job)

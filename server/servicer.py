@@ -17,7 +17,13 @@ import grpc
 
 from tokend.core.builtins import builtin_n_vocab
 from tokend.core.encoding import Encoding
-from tokend.core.errors import InvalidInput, TokendError, UnknownTokenId
+from tokend.core.errors import (
+    DisallowedSpecialToken,
+    InvalidInput,
+    TokendError,
+    UnknownTokenId,
+    shown,
+)
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -34,6 +40,8 @@ Disallowed: TypeAlias = Literal["all"] | AbstractSet[str]
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING_TOKENS = 3
+# The largest CountTokens.max_tokens: `remaining` (max_tokens - total) is an int64.
+MAX_TOKENS_LIMIT = 2**63 - 1
 
 
 class TokenizerService(TrainingService):
@@ -77,7 +85,7 @@ class TokenizerService(TrainingService):
             try:
                 ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
             except TokendError as exc:
-                raise with_field(exc, field) from None
+                raise field_error(exc, field) from None
             total += len(ids)
             limits.check("ids in the Encode response", total, self.config.max_ids, "--max-ids",
                          field=field)
@@ -93,8 +101,11 @@ class TokenizerService(TrainingService):
     ) -> Iterator[pb.EncodeStreamResponse]:
         first = next(request_iterator, None)
         if first is None:
-            raise InvalidInput("EncodeStream received no message: the first one names the "
-                               "tokenizer and may carry the first chunk of text")
+            raise with_field(
+                InvalidInput("EncodeStream received no message: the first one names the "
+                             "tokenizer and may carry the first chunk of text"),
+                "tokenizer",
+            )
         served = self._served(first.tokenizer)
         allowed, disallowed = special_policy(first.special_tokens, served.encoding, default="all")
         chunks = _texts(first, request_iterator)
@@ -118,6 +129,8 @@ class TokenizerService(TrainingService):
                 count += len(ids)
                 yield pb.EncodeStreamResponse(tokenizer=served.ref, ids=ids, count=count,
                                               done=done)
+        except DisallowedSpecialToken as exc:
+            raise field_error(exc, "text") from None
         finally:
             stream.close()
             count_encoded("EncodeStream", count)
@@ -162,7 +175,7 @@ class TokenizerService(TrainingService):
             try:
                 return enc.count(text, allowed_special=allowed, disallowed_special=disallowed)
             except TokendError as exc:
-                raise with_field(exc, field) from None
+                raise field_error(exc, field) from None
 
         counts = [count(text, f"texts[{i}]") for i, text in enumerate(request.texts)]
         messages_count = 0
@@ -185,6 +198,14 @@ class TokenizerService(TrainingService):
             fits=True,
         )
         if request.HasField("max_tokens"):
+            if request.max_tokens > MAX_TOKENS_LIMIT:
+                # `remaining` is an int64: a larger budget has no answer to give in it.
+                raise with_field(
+                    InvalidInput(f"max_tokens is {request.max_tokens}, over the largest "
+                                 f"allowed value {MAX_TOKENS_LIMIT} (2^63 - 1, the range of "
+                                 "`remaining`); leave max_tokens unset for no budget"),
+                    "max_tokens",
+                )
             response.fits = total <= request.max_tokens
             response.remaining = request.max_tokens - total
         return response
@@ -250,6 +271,23 @@ class TokenizerService(TrainingService):
         return pb.GetTokenizerResponse(manifest=out)
 
 
+def field_error(exc: TokendError, field: str) -> TokendError:
+    """``exc`` tagged with its request field; a disallowed special token is explained in
+    terms of the request's fields (core's message advises tiktoken's Python arguments)."""
+    if isinstance(exc, DisallowedSpecialToken):
+        token = shown(exc.token)
+        exc = DisallowedSpecialToken(
+            exc.token,
+            message=(
+                f"{field} contains the special token {token}, which this request does not "
+                f"allow: to encode it as its special id, list it in special_tokens.allowed "
+                f"(or set special_tokens.allow_all); to encode it as plain text, set "
+                f"special_tokens.disallowed_mode to DISALLOWED_SPECIAL_NONE"
+            ),
+        )
+    return with_field(exc, field)
+
+
 def count_encoded(method: str, tokens: int) -> None:
     """Add to tokend_tokens_encoded_total{method}."""
     metrics.child(metrics.TOKENS_ENCODED, method).inc(tokens)
@@ -274,7 +312,8 @@ def special_policy(
             if name not in known:
                 raise with_field(
                     InvalidInput(
-                        f"special_tokens.{field} names {name!r}, which is not a special token of "
+                        f"special_tokens.{field} names {shown(name)}, which is not a special token "
+                        "of "
                         f"{enc.name}; its special tokens are {sorted(known)}"
                     ),
                     f"special_tokens.{field}[{i}]",

@@ -9,17 +9,21 @@ and finishes in-flight RPCs within the grace period), waits for them and exits 0
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import queue
 import signal
 import socket
+import tempfile
 import threading
 import time
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from types import FrameType
 
 from tokend.core.engine import ENGINE
+from tokend.core.locking import file_lock
 from tokend.core.registry import Registry
 from tokend.server import metrics
 from tokend.server.config import ServerConfig
@@ -28,6 +32,8 @@ from tokend.server.logs import log_event, setup_logging
 from tokend.server.runner import JobRunner
 from tokend.server.worker import worker_main
 
+# Held (briefly) while a supervisor checks its port is free and reserves it.
+PORT_LOCK_FILE = "tokend-reserve-port-{uid}.lock"  # per user: ports are shared per user
 READY_TIMEOUT = 120.0
 RESTART_DELAY = 1.0
 # Beyond the grace period, how long a draining worker may take to exit before it is killed.
@@ -38,17 +44,46 @@ def reserve_port(host: str, port: int) -> socket.socket:
     """Bind (not listen) a SO_REUSEPORT socket: it resolves port 0 and keeps the port ours.
 
     A bound socket that never listens receives no connections, so the workers' listening
-    sockets get them all.
+    sockets get them all. SO_REUSEPORT would also let a second ``tokend serve`` bind the same
+    port and the kernel would split connections between the two instances, so a fixed port is
+    first probed *without* SO_REUSEPORT: that bind fails while anyone holds the port (another
+    instance's reserved socket or listening workers, or another program). The probe and the
+    reserving bind run under one machine-wide lock, so two instances starting at the same
+    moment cannot both pass the probe before either reserves.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+    lock = Path(tempfile.gettempdir()) / PORT_LOCK_FILE.format(uid=os.getuid())
+    with file_lock(lock, timeout=30.0):
+        if port != 0:
+            _probe_free(family, host, port)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from None
     return sock
+
+
+def _probe_free(family: socket.AddressFamily, host: str, port: int) -> None:
+    """Raise OSError naming the port if anything holds it (see reserve_port)."""
+    probe = socket.socket(family, socket.SOCK_STREAM)
+    # SO_REUSEADDR only so that connections of a stopped instance in TIME_WAIT do not count;
+    # a bound socket without it (our reserved one) or a listening one still refuses the bind.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        probe.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(
+                f"cannot serve on {format_target(host, port)}: the port is already in use "
+                "(another tokend serve, or another program, holds it); stop that one or "
+                "choose another --port"
+            ) from None
+        raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+    finally:
+        probe.close()
 
 
 def check_files(config: ServerConfig) -> None:

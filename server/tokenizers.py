@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tokend.core.builtins import new_builtin_encoding
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.encoding import Encoding
 from tokend.core.errors import TokendError, UnknownTokenizer
 from tokend.core.registry import Registry, ResolvedRef
@@ -33,7 +35,9 @@ class Served:
 class Tokenizers:
     """Thread-safe ``reference -> Served`` table over one Registry (one per worker process)."""
 
-    def __init__(self, registry: Registry, *, cache_entries: int = 65536) -> None:
+    def __init__(
+        self, registry: Registry, *, cache_entries: int = DEFAULT_CACHE_ENTRIES
+    ) -> None:
         self.registry = registry
         self.cache_entries = cache_entries
         self._lock = threading.Lock()
@@ -81,9 +85,9 @@ class Tokenizers:
     def _build(self, resolved: ResolvedRef) -> Encoding:
         """Load fully (verifying hashes) with this server's cache size."""
         if resolved.builtin:
-            # The shared built-in instance is lazily built once per process.
-            _, encoding = self.registry.load(resolved.ref)
-            return encoding
+            # An instance of our own (sharing the parsed rank table) so --cache-entries
+            # applies to the built-ins too.
+            return new_builtin_encoding(resolved.name, cache_entries=self.cache_entries)
         data = self.registry.load_data(resolved.ref)
         return Encoding(
             resolved.ref,

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from tokend.core.builtins import list_encoding_names
-from tokend.core.errors import AlreadyExists, FailedPrecondition, InvalidInput, TokendError
+from tokend.core.errors import AlreadyExists, FailedPrecondition, InvalidInput, TokendError, shown
 from tokend.core.names import check_name
 from tokend.core.patterns import resolve_pattern
 from tokend.server import limits
@@ -93,15 +93,15 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             raise with_field(exc, "config.name") from None
         if cfg.name in list_encoding_names():  # refused now, not after the whole training
             raise with_field(
-                AlreadyExists(f"{cfg.name!r} is a built-in encoding (read-only); choose another "
-                              "name"),
+                AlreadyExists(f"{shown(cfg.name)} is a built-in encoding (read-only); choose "
+                              "another name"),
                 "config.name",
             )
         specials = list(cfg.special_tokens)
         for i, token in enumerate(specials):
             if not token or specials.index(token) != i:
                 raise with_field(
-                    InvalidInput(f"special token {token!r} is empty or listed twice"),
+                    InvalidInput(f"special token {shown(token)} is empty or listed twice"),
                     f"config.special_tokens[{i}]",
                 )
         minimum = BYTE_TOKENS + len(specials)
@@ -138,24 +138,36 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         base = self.config.train_dir.resolve()
         if os.path.isabs(relative) or "\x00" in relative:
             raise with_field(
-                InvalidInput(f"corpus_path {relative!r} must be relative to the train dir"), field
-            )
-        path = (base / relative).resolve()  # follows symlinks: their target must stay inside
-        if path != base and base not in path.parents:
-            raise with_field(
-                InvalidInput(f"corpus_path {relative!r} leads outside the train dir {base}"),
+                InvalidInput(f"corpus_path {shown(relative)} must be relative to the train dir"),
                 field,
             )
-        if not path.is_file():
+        try:
+            path = (base / relative).resolve()  # follows symlinks: the target must stay inside
+            if path != base and base not in path.parents:
+                raise with_field(
+                    InvalidInput(
+                        f"corpus_path {shown(relative)} leads outside the train dir {base}"
+                    ),
+                    field,
+                )
+            if not path.is_file():
+                raise with_field(
+                    InvalidInput(
+                        f"corpus_path {shown(relative)} is not a file in the train dir {base}"
+                    ),
+                    field,
+                )
+            size = path.stat().st_size
+        except OSError as exc:  # a name too long, a loop of symlinks, no permission...
             raise with_field(
-                InvalidInput(f"corpus_path {relative!r} is not a file in the train dir {base}"),
+                InvalidInput(f"corpus_path {shown(relative)} cannot be read in the train dir "
+                             f"{base}: {exc.strerror}"),
                 field,
-            )
-        size = path.stat().st_size
-        limits.check(f"corpus {relative!r} size in bytes", size, self.config.max_corpus_bytes,
+            ) from None
+        limits.check(f"corpus {shown(relative)} size in bytes", size, self.config.max_corpus_bytes,
                      "--max-corpus-bytes", field=field)
         if size == 0:
-            raise with_field(InvalidInput(f"corpus_path {relative!r} is empty"), field)
+            raise with_field(InvalidInput(f"corpus_path {shown(relative)} is empty"), field)
         return path, size
 
     def _receive_corpus(

@@ -1,0 +1,361 @@
+"""The bad-input catalogue: every RPC, the bad requests a client can send, the status each gets.
+
+One row per case: the RPC, what is wrong, the request (serialized by hand, so that bytes no
+protobuf library would produce — invalid UTF-8, garbage — can be sent too), the status code,
+the request field the message must name and a fragment of the rule it must state.
+``tests/server/test_bad_inputs.py`` sends every case to a real ``tokend serve`` started with
+:data:`SERVER_FLAGS`; ``scripts/gen_status_table.py`` renders the same rows into the README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tokend.v1 import tokenizer_pb2 as pb
+
+# Small limits, so that every limit is reachable with small requests.
+SERVER_FLAGS: tuple[str, ...] = (
+    "--max-batch", "16",
+    "--max-text-bytes", "65536",
+    "--max-ids", "20000",
+    "--max-stream-bytes", "262144",
+    "--max-corpus-bytes", "65536",
+    "--max-vocab-size", "100000",
+)
+ADMIN_TOKEN = "test-admin-token"  # what tests/support/tokend_process.py starts the server with
+
+# Shapes of the RPCs: (request streaming, response streaming).
+SHAPES: dict[str, tuple[bool, bool]] = {
+    "Encode": (False, False),
+    "EncodeStream": (True, True),
+    "Decode": (False, False),
+    "CountTokens": (False, False),
+    "ListTokenizers": (False, False),
+    "GetTokenizer": (False, False),
+    "Train": (True, False),
+    "GetTrainJob": (False, False),
+    "WatchTrainJob": (False, True),
+    "CancelTrainJob": (False, False),
+    "ListTrainJobs": (False, False),
+}
+
+PLACEHOLDER = "\x01BAD\x01"  # five bytes in UTF-8, swapped for five invalid ones
+INVALID_UTF8 = b"ab\xff\xfecd"[:5]
+GARBAGE = b"\xff\xff\xff\xff\x0f"  # a field number 0 / unterminated varint: not a message
+UNKNOWN_JOB = "0123456789abcdef0123456789abcdef"
+LONG_NAME = "x" * 7000  # echoed in full it would overflow the client's 16 KiB trailer limit
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad request and what the server must answer."""
+
+    id: str
+    rpc: str
+    what: str  # the README's "bad input" column
+    request: tuple[bytes, ...]  # one serialized message per element (unary: exactly one)
+    code: str  # grpc.StatusCode name
+    field: str  # the request field (or metadata key) the message must name
+    rule: str  # a fragment of the rule / limit the message must state
+    metadata: tuple[tuple[str, str], ...] = ()
+
+
+def bad_utf8(message: object) -> bytes:
+    """Serialize ``message`` with every PLACEHOLDER replaced by invalid UTF-8 (same length)."""
+    data: bytes = message.SerializeToString()  # type: ignore[attr-defined]
+    raw = PLACEHOLDER.encode()
+    assert raw in data and len(raw) == len(INVALID_UTF8)
+    return data.replace(raw, INVALID_UTF8)
+
+
+def ser(*messages: object) -> tuple[bytes, ...]:
+    return tuple(m.SerializeToString() for m in messages)  # type: ignore[attr-defined]
+
+
+ADMIN = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
+
+
+def _train(config: pb.TrainConfig, *chunks: bytes) -> tuple[bytes, ...]:
+    return ser(pb.TrainRequest(config=config), *(pb.TrainRequest(corpus_chunk=c) for c in chunks))
+
+
+def _case(  # noqa: PLR0917 - positional rows read as a table
+    id: str, rpc: str, what: str, request: Sequence[bytes], code: str, field: str, rule: str,
+    metadata: tuple[tuple[str, str], ...] = (),
+) -> Case:
+    return Case(id, rpc, what, tuple(request), code, field, rule, metadata)
+
+
+def _enc(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.EncodeRequest(**kw))  # type: ignore[arg-type]
+
+
+def _count(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.CountTokensRequest(**kw))  # type: ignore[arg-type]
+
+
+def _decode(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.DecodeRequest(**kw))  # type: ignore[arg-type]
+
+
+def _stream(*texts: str, tokenizer: str = "o200k_base",
+            policy: pb.SpecialTokenPolicy | None = None) -> tuple[bytes, ...]:
+    first = pb.EncodeStreamRequest(tokenizer=tokenizer, text=texts[0] if texts else "")
+    if policy is not None:
+        first.special_tokens.CopyFrom(policy)
+    return ser(first, *(pb.EncodeStreamRequest(text=t) for t in texts[1:]))
+
+
+O2 = "o200k_base"
+NONE = pb.DISALLOWED_SPECIAL_NONE
+IA, NF, RE = "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED"
+NAME_RULE = "names must match"
+UTF8_RULE = "must be valid UTF-8"
+PROTO_RULE = "serialized protobuf"
+
+CATALOGUE: tuple[Case, ...] = (
+    # -- Encode ---------------------------------------------------------------------------
+    _case("encode-empty-ref", "Encode", "empty tokenizer", _enc(tokenizer="", texts=["a"]),
+          IA, "tokenizer", "expected 'name', 'name@VERSION' or 'name@ALIAS'"),
+    _case("encode-bad-name", "Encode", "malformed tokenizer name", _enc(tokenizer="Bad Name",
+          texts=["a"]), IA, "tokenizer", NAME_RULE),
+    _case("encode-long-name", "Encode", "7,000-character tokenizer name (echo is cut)",
+          _enc(tokenizer=LONG_NAME, texts=["a"]), IA, "tokenizer", "(7000 characters)"),
+    _case("encode-unknown", "Encode", "unknown tokenizer", _enc(tokenizer="no-such-tok",
+          texts=["a"]), NF, "tokenizer", "no tokenizer named 'no-such-tok'"),
+    _case("encode-unknown-model", "Encode", "unknown model name", _enc(tokenizer="gpt-99",
+          texts=["a"]), NF, "tokenizer", "known tokenizers"),
+    _case("encode-builtin-version", "Encode", "version of a built-in",
+          _enc(tokenizer="cl100k_base@2", texts=["a"]), IA, "tokenizer", "no versions or aliases"),
+    _case("encode-zero-version", "Encode", "version with a leading zero",
+          _enc(tokenizer="tok@01", texts=["a"]), IA, "tokenizer", "without leading zeros"),
+    _case("encode-bad-alias", "Encode", "malformed alias", _enc(tokenizer="tok@Bad!",
+          texts=["a"]), IA, "tokenizer", NAME_RULE),
+    _case("encode-no-texts", "Encode", "no texts", _enc(tokenizer=O2), IA, "texts",
+          "send at least one item"),
+    _case("encode-batch", "Encode", "more texts than --max-batch",
+          _enc(tokenizer=O2, texts=["a"] * 17), RE, "texts", "over the limit of 16"),
+    _case("encode-text-size", "Encode", "text over --max-text-bytes",
+          _enc(tokenizer=O2, texts=["ok", "é" * 40000]), RE, "texts[1]", "--max-text-bytes"),
+    _case("encode-ids", "Encode", "response over --max-ids",
+          _enc(tokenizer=O2, texts=["a " * 30000]), RE, "texts[0]", "--max-ids"),
+    _case("encode-disallowed", "Encode", "special-token text not allowed",
+          _enc(tokenizer=O2, texts=["ok", "x <|endoftext|>"]), IA, "texts[1]",
+          "list it in special_tokens.allowed"),
+    _case("encode-unknown-allowed", "Encode", "unknown name in special_tokens.allowed",
+          _enc(tokenizer=O2, texts=["a"], special_tokens=pb.SpecialTokenPolicy(
+              allowed=["<|endoftxt|>"])), IA, "special_tokens.allowed[0]",
+          "not a special token"),
+    _case("encode-unknown-disallowed", "Encode", "unknown name in special_tokens.disallowed",
+          _enc(tokenizer=O2, texts=["a"], special_tokens=pb.SpecialTokenPolicy(
+              disallowed_mode=pb.DISALLOWED_SPECIAL_LISTED, disallowed=["", "<|x|>"])), IA,
+          "special_tokens.disallowed[0]", "not a special token"),
+    _case("encode-bad-mode", "Encode", "unknown disallowed_mode",
+          _enc(tokenizer=O2, texts=["a"], special_tokens=pb.SpecialTokenPolicy(
+              disallowed_mode=99)), IA, "special_tokens.disallowed_mode",
+          "unknown disallowed_mode 99"),
+    _case("encode-utf8-text", "Encode", "invalid UTF-8 in a text",
+          (bad_utf8(pb.EncodeRequest(tokenizer=O2, texts=["ok", PLACEHOLDER])),), IA,
+          "texts[1]", UTF8_RULE),
+    _case("encode-utf8-ref", "Encode", "invalid UTF-8 in the tokenizer",
+          (bad_utf8(pb.EncodeRequest(tokenizer=PLACEHOLDER, texts=["a"])),), IA, "tokenizer",
+          UTF8_RULE),
+    _case("encode-utf8-allowed", "Encode", "invalid UTF-8 in special_tokens.allowed",
+          (bad_utf8(pb.EncodeRequest(tokenizer=O2, texts=["a"], special_tokens=pb.
+                                     SpecialTokenPolicy(allowed=["a", PLACEHOLDER]))),), IA,
+          "special_tokens.allowed[1]", UTF8_RULE),
+    _case("encode-garbage", "Encode", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- EncodeStream ---------------------------------------------------------------------
+    _case("stream-empty", "EncodeStream", "no message at all", (), IA, "tokenizer",
+          "received no message"),
+    _case("stream-unknown", "EncodeStream", "unknown tokenizer",
+          _stream("a", tokenizer="no-such-tok"), NF, "tokenizer", "no tokenizer named"),
+    _case("stream-bad-name", "EncodeStream", "malformed tokenizer name",
+          _stream("a", tokenizer="-bad"), IA, "tokenizer", NAME_RULE),
+    _case("stream-disallowed", "EncodeStream", "special-token text in a later chunk",
+          _stream("fine ", "then <|endoftext|>"), IA, "text",
+          "list it in special_tokens.allowed"),
+    _case("stream-size", "EncodeStream", "text over --max-stream-bytes",
+          _stream(*(["word " * 12000] * 5)), RE, "text", "--max-stream-bytes"),
+    _case("stream-utf8", "EncodeStream", "invalid UTF-8 in a later chunk",
+          (*_stream("ok"), bad_utf8(pb.EncodeStreamRequest(text=PLACEHOLDER))), IA, "text",
+          UTF8_RULE),
+    _case("stream-unknown-allowed", "EncodeStream", "unknown name in special_tokens.allowed",
+          _stream("a", policy=pb.SpecialTokenPolicy(allowed=["<|nope|>"])), IA,
+          "special_tokens.allowed[0]", "not a special token"),
+    _case("stream-garbage", "EncodeStream", "bytes that are no protobuf message",
+          (GARBAGE,), IA, "request", PROTO_RULE),
+    # -- Decode ---------------------------------------------------------------------------
+    _case("decode-unknown-id", "Decode", "id not in the vocabulary",
+          _decode(tokenizer=O2, ids=[1, 4_000_000]), IA, "ids[1]", "not in the vocabulary"),
+    _case("decode-batch-id", "Decode", "id not in the vocabulary, in batch",
+          _decode(tokenizer=O2, batch=[pb.TokenIds(ids=[1]), pb.TokenIds(ids=[199_998])]), IA,
+          "batch[1].ids[0]", "not in the vocabulary"),
+    _case("decode-ids", "Decode", "more ids than --max-ids",
+          _decode(tokenizer=O2, ids=[1] * 20001), RE, "ids", "--max-ids"),
+    _case("decode-batch", "Decode", "more sequences than --max-batch",
+          _decode(tokenizer=O2, batch=[pb.TokenIds(ids=[1])] * 17), RE, "batch",
+          "--max-batch"),
+    _case("decode-unknown", "Decode", "unknown tokenizer", _decode(tokenizer="nope", ids=[1]),
+          NF, "tokenizer", "no tokenizer named"),
+    _case("decode-bad-ref", "Decode", "reference with two '@'",
+          _decode(tokenizer="a@b@c", ids=[1]), IA, "tokenizer", NAME_RULE),
+    _case("decode-utf8-ref", "Decode", "invalid UTF-8 in the tokenizer",
+          (bad_utf8(pb.DecodeRequest(tokenizer=PLACEHOLDER, ids=[1])),), IA, "tokenizer",
+          UTF8_RULE),
+    _case("decode-garbage", "Decode", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- CountTokens ----------------------------------------------------------------------
+    _case("count-nothing", "CountTokens", "neither texts nor messages", _count(tokenizer=O2),
+          IA, "texts", "needs texts or messages"),
+    _case("count-max-tokens-2^64", "CountTokens", "max_tokens = 2^64 - 1",
+          _count(tokenizer=O2, texts=["a"], max_tokens=2**64 - 1), IA, "max_tokens",
+          "2^63 - 1"),
+    _case("count-max-tokens-2^63", "CountTokens", "max_tokens = 2^63",
+          _count(tokenizer=O2, texts=["a"], max_tokens=2**63), IA, "max_tokens", "2^63 - 1"),
+    _case("count-batch", "CountTokens", "texts + messages over --max-batch",
+          _count(tokenizer=O2, texts=["a"] * 10, messages=[pb.ChatMessage(role="user")] * 7),
+          RE, "texts", "--max-batch"),
+    _case("count-text-size", "CountTokens", "text over --max-text-bytes",
+          _count(tokenizer=O2, texts=["é" * 40000]), RE, "texts[0]", "--max-text-bytes"),
+    _case("count-content-size", "CountTokens", "message content over --max-text-bytes",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="é" * 40000)]),
+          RE, "messages[0].content", "--max-text-bytes"),
+    _case("count-disallowed", "CountTokens", "special-token text with DISALLOWED_SPECIAL_ALL",
+          _count(tokenizer=O2, texts=["<|endoftext|>"], special_tokens=pb.SpecialTokenPolicy(
+              disallowed_mode=pb.DISALLOWED_SPECIAL_ALL)), IA, "texts[0]",
+          "list it in special_tokens.allowed"),
+    _case("count-utf8-content", "CountTokens", "invalid UTF-8 in a message's content",
+          (bad_utf8(pb.CountTokensRequest(tokenizer=O2, messages=[
+              pb.ChatMessage(role="user", content="hi"),
+              pb.ChatMessage(role="user", content=PLACEHOLDER)])),), IA,
+          "messages[1].content", UTF8_RULE),
+    _case("count-utf8-role", "CountTokens", "invalid UTF-8 in a message's role",
+          (bad_utf8(pb.CountTokensRequest(tokenizer=O2, messages=[
+              pb.ChatMessage(role=PLACEHOLDER, content="hi")])),), IA, "messages[0].role",
+          UTF8_RULE),
+    _case("count-unknown", "CountTokens", "unknown tokenizer",
+          _count(tokenizer="nope", texts=["a"]), NF, "tokenizer", "no tokenizer named"),
+    _case("count-unknown-allowed", "CountTokens", "unknown name in special_tokens.allowed",
+          _count(tokenizer=O2, texts=["a"], special_tokens=pb.SpecialTokenPolicy(
+              allowed=["<|im_start|>"])), IA, "special_tokens.allowed[0]",
+          "not a special token"),
+    _case("count-garbage", "CountTokens", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- ListTokenizers / GetTokenizer ----------------------------------------------------
+    _case("list-garbage", "ListTokenizers", "bytes that are no protobuf message", (GARBAGE,),
+          IA, "request", PROTO_RULE),
+    _case("get-unknown", "GetTokenizer", "unknown tokenizer",
+          ser(pb.GetTokenizerRequest(tokenizer="nope")), NF, "tokenizer", "no tokenizer named"),
+    _case("get-bad-name", "GetTokenizer", "malformed tokenizer name",
+          ser(pb.GetTokenizerRequest(tokenizer="UPPER")), IA, "tokenizer", NAME_RULE),
+    _case("get-long-name", "GetTokenizer", "7,000-character tokenizer name (echo is cut)",
+          ser(pb.GetTokenizerRequest(tokenizer=LONG_NAME)), IA, "tokenizer",
+          "(7000 characters)"),
+    _case("get-builtin-alias", "GetTokenizer", "alias of a built-in",
+          ser(pb.GetTokenizerRequest(tokenizer="o200k_base@stable")), IA, "tokenizer",
+          "no versions or aliases"),
+    _case("get-utf8", "GetTokenizer", "invalid UTF-8 in the tokenizer",
+          (bad_utf8(pb.GetTokenizerRequest(tokenizer=PLACEHOLDER)),), IA, "tokenizer",
+          UTF8_RULE),
+    _case("get-garbage", "GetTokenizer", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- Train ----------------------------------------------------------------------------
+    _case("train-no-token", "Train", "no admin token", _train(pb.TrainConfig(name="t",
+          vocab_size=300), b"abc"), "UNAUTHENTICATED", "authorization", "Bearer <token>"),
+    _case("train-wrong-token", "Train", "wrong admin token", _train(pb.TrainConfig(name="t",
+          vocab_size=300), b"abc"), "PERMISSION_DENIED", "authorization", "is wrong",
+          (("authorization", "Bearer wrong"),)),
+    _case("train-no-config", "Train", "first message without the config",
+          ser(pb.TrainRequest(corpus_chunk=b"abc")), IA, "config", "must carry the config",
+          ADMIN),
+    _case("train-empty", "Train", "no message at all", (), IA, "config",
+          "must carry the config", ADMIN),
+    _case("train-bad-name", "Train", "malformed name", _train(pb.TrainConfig(name="Bad Name",
+          vocab_size=300), b"abc"), IA, "config.name", NAME_RULE, ADMIN),
+    _case("train-builtin-name", "Train", "a built-in's name", _train(pb.TrainConfig(
+          name="o200k_base", vocab_size=300), b"abc"), "ALREADY_EXISTS", "config.name",
+          "is a built-in encoding", ADMIN),
+    _case("train-vocab-small", "Train", "vocab_size below 256 + specials",
+          _train(pb.TrainConfig(name="t", vocab_size=256, special_tokens=["<s>"]), b"abc"), IA,
+          "config.vocab_size", "below the minimum 257", ADMIN),
+    _case("train-vocab-large", "Train", "vocab_size over --max-vocab-size",
+          _train(pb.TrainConfig(name="t", vocab_size=100001), b"abc"), RE,
+          "config.vocab_size", "--max-vocab-size", ADMIN),
+    _case("train-special-twice", "Train", "a special token listed twice",
+          _train(pb.TrainConfig(name="t", vocab_size=300, special_tokens=["<s>", "<s>"]),
+                 b"abc"), IA, "config.special_tokens[1]", "listed twice", ADMIN),
+    _case("train-special-empty", "Train", "an empty special token",
+          _train(pb.TrainConfig(name="t", vocab_size=300, special_tokens=[""]), b"abc"), IA,
+          "config.special_tokens[0]", "is empty", ADMIN),
+    _case("train-bad-pattern", "Train", "pattern that does not compile",
+          _train(pb.TrainConfig(name="t", vocab_size=300, pattern="(unclosed"), b"abc"), IA,
+          "config.pattern", "does not compile", ADMIN),
+    _case("train-empty-match", "Train", "pattern that matches the empty string",
+          _train(pb.TrainConfig(name="t", vocab_size=300, pattern="a*"), b"abc"), IA,
+          "config.pattern", "matches the empty string", ADMIN),
+    _case("train-abs-path", "Train", "absolute corpus_path",
+          _train(pb.TrainConfig(name="t", vocab_size=300, corpus_path="/etc/passwd")), IA,
+          "config.corpus_path", "must be relative", ADMIN),
+    _case("train-escape-path", "Train", "corpus_path leading out of --train-dir",
+          _train(pb.TrainConfig(name="t", vocab_size=300, corpus_path="../../x.txt")), IA,
+          "config.corpus_path", "leads outside the train dir", ADMIN),
+    _case("train-missing-path", "Train", "corpus_path that is no file",
+          _train(pb.TrainConfig(name="t", vocab_size=300, corpus_path="missing.txt")), IA,
+          "config.corpus_path", "is not a file", ADMIN),
+    _case("train-long-path", "Train", "7,000-character corpus_path (echo is cut)",
+          _train(pb.TrainConfig(name="t", vocab_size=300, corpus_path=LONG_NAME)), IA,
+          "config.corpus_path", "(7000 characters)", ADMIN),
+    _case("train-path-and-chunks", "Train", "corpus_path and streamed chunks",
+          _train(pb.TrainConfig(name="t", vocab_size=300, corpus_path="corpus.txt"), b"abc"),
+          IA, "corpus_chunk", "do not also stream", ADMIN),
+    _case("train-empty-corpus", "Train", "empty streamed corpus",
+          _train(pb.TrainConfig(name="t", vocab_size=300)), IA, "corpus_chunk",
+          "the corpus is empty", ADMIN),
+    _case("train-corpus-utf8", "Train", "corpus that is not UTF-8",
+          _train(pb.TrainConfig(name="t", vocab_size=300), b"fine ", b"bad \xff"), IA,
+          "corpus_chunk", "not valid UTF-8 at byte 9", ADMIN),
+    _case("train-corpus-size", "Train", "corpus over --max-corpus-bytes",
+          _train(pb.TrainConfig(name="t", vocab_size=300), b"a" * 40000, b"b" * 40000), RE,
+          "corpus_chunk", "--max-corpus-bytes", ADMIN),
+    _case("train-config-twice", "Train", "a second config message",
+          _train(pb.TrainConfig(name="t", vocab_size=300), b"abc") + ser(pb.TrainRequest(
+              config=pb.TrainConfig(name="t"))), IA, "config", "only the first", ADMIN),
+    _case("train-utf8-name", "Train", "invalid UTF-8 in config.name",
+          (bad_utf8(pb.TrainRequest(config=pb.TrainConfig(name=PLACEHOLDER, vocab_size=300))),),
+          IA, "config.name", UTF8_RULE, ADMIN),
+    _case("train-garbage", "Train", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE, ADMIN),
+    # -- training jobs --------------------------------------------------------------------
+    _case("job-get-bad-id", "GetTrainJob", "malformed job id",
+          ser(pb.GetTrainJobRequest(job_id="../x")), IA, "job_id", "32 lowercase hex digits"),
+    _case("job-get-unknown", "GetTrainJob", "unknown job id",
+          ser(pb.GetTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs"),
+    _case("job-get-long-id", "GetTrainJob", "7,000-character job id (echo is cut)",
+          ser(pb.GetTrainJobRequest(job_id=LONG_NAME)), IA, "job_id", "(7000 characters)"),
+    _case("job-get-utf8", "GetTrainJob", "invalid UTF-8 in job_id",
+          (bad_utf8(pb.GetTrainJobRequest(job_id=PLACEHOLDER)),), IA, "job_id", UTF8_RULE),
+    _case("job-get-garbage", "GetTrainJob", "bytes that are no protobuf message", (GARBAGE,),
+          IA, "request", PROTO_RULE),
+    _case("job-watch-bad-id", "WatchTrainJob", "malformed job id",
+          ser(pb.WatchTrainJobRequest(job_id="")), IA, "job_id", "32 lowercase hex digits"),
+    _case("job-watch-unknown", "WatchTrainJob", "unknown job id",
+          ser(pb.WatchTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs"),
+    _case("job-watch-garbage", "WatchTrainJob", "bytes that are no protobuf message",
+          (GARBAGE,), IA, "request", PROTO_RULE),
+    _case("job-cancel-no-token", "CancelTrainJob", "no admin token",
+          ser(pb.CancelTrainJobRequest(job_id=UNKNOWN_JOB)), "UNAUTHENTICATED",
+          "authorization", "Bearer <token>"),
+    _case("job-cancel-bad-id", "CancelTrainJob", "malformed job id",
+          ser(pb.CancelTrainJobRequest(job_id="ABC")), IA, "job_id", "32 lowercase hex digits",
+          ADMIN),
+    _case("job-cancel-unknown", "CancelTrainJob", "unknown job id",
+          ser(pb.CancelTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs",
+          ADMIN),
+    _case("job-cancel-garbage", "CancelTrainJob", "bytes that are no protobuf message",
+          (GARBAGE,), IA, "request", PROTO_RULE, ADMIN),
+    _case("job-list-garbage", "ListTrainJobs", "bytes that are no protobuf message",
+          (GARBAGE,), IA, "request", PROTO_RULE),
+)
