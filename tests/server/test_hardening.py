@@ -155,7 +155,8 @@ class TestCacheEntries:
         time.sleep(0.5)  # the gauge is published on the poll tick
         samples = metric_samples(served.metrics_port)
         assert 0 < samples[key] <= 100
-        assert samples['tokend_cache_misses{tokenizer="o200k_base"}'] > 100
+        # the bound was reached: entries were evicted (whichever engine's unit an entry is)
+        assert samples['tokend_cache_evictions{tokenizer="o200k_base"}'] > 0
 
 
 class TestDisallowedSpecialMessage:
