@@ -28,7 +28,10 @@ which varies much less than req/s when something else takes CPU. Each run's line
 gives the busiest server process's share of that CPU (a balance check), the load's CPU per call
 and the CPUs left idle, stolen by the hypervisor or taken by other jobs; a pair of runs during
 which other jobs took more than ``--max-other`` CPUs is redone (up to ``--retries`` times).
-Texts are distinct slices of Shakespeare (tests/fixtures), cycled.
+Texts are distinct slices of Shakespeare (tests/fixtures), cycled (``replay`` mode). In
+``new`` mode every request carries a text no earlier request carried: random words of the same
+corpus, made by each load process before its run (a service meets new documents all day; the
+caches still hold the replay texts from the priming pass). ``--mode`` picks one or both.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import platform
+import random
 import shutil
 import signal
 import socket
@@ -69,9 +73,13 @@ SIZES = {"1 KB": 1024, "16 KB": 16 * 1024}
 RPCS = ("CountTokens", "Encode")
 
 
+MODES = ("replay", "new")
+
+
 @dataclass(frozen=True)
 class Measurement:
     server: str
+    mode: str
     rpc: str
     size: str
     requests: int
@@ -86,6 +94,20 @@ class Measurement:
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
+
+
+def make_new_texts(size: int, count: int, seed: int) -> list[str]:
+    """``count`` texts of about ``size`` bytes of random corpus words (lines of ~12 words):
+    new to every cache, with the corpus's words and spacing."""
+    words = gzip.decompress(CORPUS.read_bytes()).decode("utf-8", errors="ignore").split()
+    rng = random.Random(seed)
+    per_text = max(1, size // 6)  # ~6 bytes per word with its space
+    texts = []
+    for _ in range(count):
+        picked = rng.choices(words, k=per_text)
+        lines = [" ".join(picked[i : i + 12]) for i in range(0, per_text, 12)]
+        texts.append("\n".join(lines))
+    return texts
 
 
 def make_texts(size: int, count: int) -> list[str]:
@@ -349,7 +371,8 @@ def run_cell(
 ) -> Sample:
     # Every load process starts at once and measures the same window of the monotonic clock
     # (system-wide on Linux), so the server CPU read here covers exactly the measured calls.
-    start = time.monotonic() + 0.5  # time for the processes to build their requests
+    # time for the processes to build their requests
+    start = time.monotonic() + 0.5 + len(texts) / 20_000
     measure_from = start + args.warmup
     stop_at = measure_from + args.duration
     # Each client process gets its own share of the texts so they do not move in lockstep.
@@ -399,7 +422,9 @@ def describe(sample: Sample) -> str:
     )
 
 
-def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Measurement:
+def summarize(
+    server: str, mode: str, rpc: str, size: str, samples: Sequence[Sample]
+) -> Measurement:
     """Pool the repetitions: req/s over their total time, percentiles over all their calls."""
     latencies = sorted(x for sample in samples for x in sample.latencies)
     errors = sum(sample.errors for sample in samples)
@@ -408,6 +433,7 @@ def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Me
     p99_index = min(len(latencies) - 1, int(0.99 * len(latencies)))
     return Measurement(
         server,
+        mode,
         rpc,
         size,
         requests=len(latencies),
@@ -423,21 +449,21 @@ def summarize(server: str, rpc: str, size: str, samples: Sequence[Sample]) -> Me
 
 def table(results: list[Measurement]) -> str:
     """Markdown: one row per (rpc, size) with both servers and the tokend/baseline ratios."""
-    by_key = {(m.server, m.rpc, m.size): m for m in results}
+    by_key = {(m.server, m.mode, m.rpc, m.size): m for m in results}
     lines = [
-        "| RPC | text | tokend req/s | baseline req/s | req/s ratio | per-run ratio min-max "
-        "| tokend p50 / p99 ms | baseline p50 / p99 ms | p99 ratio "
+        "| texts | RPC | size | tokend req/s | baseline req/s | req/s ratio "
+        "| per-run ratio min-max | tokend p50 / p99 ms | baseline p50 / p99 ms | p99 ratio "
         "| server CPU µs/call tokend / baseline | errors | other jobs (max CPUs) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    cells = dict.fromkeys((m.rpc, m.size) for m in results)
-    for rpc, size in cells:
-        t = by_key[("tokend", rpc, size)]
-        b = by_key[("baseline", rpc, size)]
+    cells = dict.fromkeys((m.mode, m.rpc, m.size) for m in results)
+    for mode, rpc, size in cells:
+        t = by_key[("tokend", mode, rpc, size)]
+        b = by_key[("baseline", mode, rpc, size)]
         # Run k of tokend and run k of the baseline are neighbours in time: pair them.
         ratios = [x / y for x, y in zip(t.run_rps, b.run_rps, strict=True)]
         lines.append(
-            f"| {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
+            f"| {mode} | {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
             f"| {min(ratios):.2f}-{max(ratios):.2f}x "
             f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
             f"| {t.p99_ms / b.p99_ms:.2f}x | {t.cpu_us:,.0f} / {b.cpu_us:,.0f} "
@@ -483,6 +509,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retry-wait", type=float, default=5.0, help="seconds before a redo")
     parser.add_argument("--rpc", choices=RPCS, action="append", help="only this RPC (repeatable)")
     parser.add_argument("--size", choices=SIZES, action="append", help="only this text size")
+    parser.add_argument("--mode", choices=MODES, action="append", help="only these texts")
+    parser.add_argument(
+        "--new-texts", type=int, default=32_000,
+        help="new 1 KB texts per run (fewer for larger sizes; more than a run can send)",
+    )  # fmt: skip
     args = parser.parse_args(argv)  # fmt: skip
     rpcs = args.rpc or list(RPCS)
     # The baseline mirrors tokend's shape: its default thread pool size unless told otherwise.
@@ -503,7 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         targets = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
         for target in targets.values():
             wait_serving(target)
-        check_same_answers(list(targets.values()), texts["1 KB"][:8] + texts["16 KB"][:4])
+        check_same_answers(
+            list(targets.values()),
+            texts["1 KB"][:8] + texts["16 KB"][:4] + make_new_texts(1024, 8, seed=-1),
+        )
         for name, target in targets.items():
             t0 = time.monotonic()
             for size in sizes:
@@ -511,32 +545,41 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  primed {name} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
         ctx = multiprocessing.get_context("spawn")
         pool = stack.enter_context(ctx.Pool(args.clients))
-        for rpc in rpcs:
-            for size in sizes:
-                samples: dict[str, list[Sample]] = {"tokend": [], "baseline": []}
-                for rep in range(args.repeat):
-                    # Alternate who goes first, so neither always runs on a warmer machine.
-                    order = ("tokend", "baseline") if rep % 2 == 0 else ("baseline", "tokend")
-                    for attempt in range(args.retries + 1):
-                        pair = {}
-                        for name in order:
-                            pair[name] = sample = run_cell(
-                                pool, target=targets[name], server_pid=procs[name].pid,
-                                other_server_pids=[p.pid for p in procs.values()], rpc=rpc,
-                                texts=texts[size], args=args,
-                            )  # fmt: skip
-                            print(f"  {name:<8} {rpc:<11} {size:>5} run {rep + 1}: "
-                                  f"{describe(sample)}", file=sys.stderr, flush=True)  # fmt: skip
-                        if max(x.other for x in pair.values()) <= args.max_other:
-                            break
-                        if attempt < args.retries:
-                            print(f"  other jobs took over {args.max_other} CPUs: run {rep + 1} "
-                                  f"again in {args.retry_wait:g} s", file=sys.stderr)  # fmt: skip
-                            time.sleep(args.retry_wait)
-                    for name, sample in pair.items():
-                        samples[name].append(sample)
-                for name, runs in samples.items():
-                    results.append(summarize(name, rpc, size, runs))
+        run_id = 0
+        cells = [(m, r, s) for m in args.mode or MODES for r in rpcs for s in sizes]
+        for mode, rpc, size in cells:
+            samples: dict[str, list[Sample]] = {"tokend": [], "baseline": []}
+            for rep in range(args.repeat):
+                # Alternate who goes first, so neither always runs on a warmer machine.
+                order = ("tokend", "baseline") if rep % 2 == 0 else ("baseline", "tokend")
+                for attempt in range(args.retries + 1):
+                    pair = {}
+                    for name in order:
+                        run_id += 1
+                        run_texts = texts[size]
+                        if mode == "new":  # made before the run; a new seed every run
+                            count = max(500, args.new_texts * 1024 // SIZES[size])
+                            specs = [(SIZES[size], count // args.clients, run_id * 100 + i)
+                                     for i in range(args.clients)]  # fmt: skip
+                            run_texts = [t for part in pool.starmap(make_new_texts, specs)
+                                         for t in part]  # fmt: skip
+                        pair[name] = sample = run_cell(
+                            pool, target=targets[name], server_pid=procs[name].pid,
+                            other_server_pids=[p.pid for p in procs.values()], rpc=rpc,
+                            texts=run_texts, args=args,
+                        )  # fmt: skip
+                        print(f"  {name:<8} {mode:<6} {rpc:<11} {size:>5} run {rep + 1}: "
+                              f"{describe(sample)}", file=sys.stderr, flush=True)  # fmt: skip
+                    if max(x.other for x in pair.values()) <= args.max_other:
+                        break
+                    if attempt < args.retries:
+                        print(f"  other jobs took over {args.max_other} CPUs: run {rep + 1} "
+                              f"again in {args.retry_wait:g} s", file=sys.stderr)  # fmt: skip
+                        time.sleep(args.retry_wait)
+                for name, sample in pair.items():
+                    samples[name].append(sample)
+            for name, runs in samples.items():
+                results.append(summarize(name, mode, rpc, size, runs))
     print(
         f"\n{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
         f"Python {platform.python_version()}, grpcio {grpc.__version__}; servers: {args.workers} "
