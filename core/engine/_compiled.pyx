@@ -173,7 +173,7 @@ cdef Py_ssize_t _bpe_short(
         start[i] = i
         out[i] = t.byte_index[p[i]]
         if out[i] == NO_TOKEN:
-            return -1 - i
+            return -2
     start[n] = n
     for i in range(n - 1):
         rank[i] = _pair_rank(t, p, i, i + 2)
@@ -200,11 +200,14 @@ cdef Py_ssize_t _bpe_short(
     return m
 
 
+# A 4-ary min-heap of uint64 keys: half the levels of a binary heap, and the four children of
+# a node share one cache line. subtle: on a 1 MB piece the heap holds millions of keys, far
+# beyond the CPU caches, so every level costs a memory access.
 cdef inline void _heap_push(uint64_t* heap, Py_ssize_t* size, uint64_t key) noexcept nogil:
     cdef Py_ssize_t i = size[0], parent
     size[0] += 1
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         if heap[parent] <= key:
             break
         heap[i] = heap[parent]
@@ -212,27 +215,40 @@ cdef inline void _heap_push(uint64_t* heap, Py_ssize_t* size, uint64_t key) noex
     heap[i] = key
 
 
-cdef inline uint64_t _heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
-    cdef uint64_t top = heap[0]
-    cdef uint64_t last
-    cdef Py_ssize_t i = 0, child, n
-    size[0] -= 1
-    n = size[0]
-    if n == 0:
-        return top
-    last = heap[n]
+cdef inline void _heap_sift_down(uint64_t* heap, Py_ssize_t n, Py_ssize_t i, uint64_t key) noexcept nogil:
+    cdef Py_ssize_t child, best, last
     while True:
-        child = 2 * i + 1
+        child = 4 * i + 1
         if child >= n:
             break
-        if child + 1 < n and heap[child + 1] < heap[child]:
+        best = child
+        last = child + 4 if child + 4 <= n else n
+        child += 1
+        while child < last:
+            if heap[child] < heap[best]:
+                best = child
             child += 1
-        if heap[child] >= last:
+        if heap[best] >= key:
             break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = last
+        heap[i] = heap[best]
+        i = best
+    heap[i] = key
+
+
+cdef inline uint64_t _heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
+    cdef uint64_t top = heap[0]
+    size[0] -= 1
+    if size[0] > 0:
+        _heap_sift_down(heap, size[0], 0, heap[size[0]])
     return top
+
+
+cdef struct Part:
+    # One part of a long piece, by its start offset (a linked list over the offsets).
+    int32_t nxt  # start of the next part (n after the last; DEAD once merged away)
+    int32_t prv  # start of the previous part (-1 for the first)
+    int32_t tok  # token index of this part
+    int32_t cur  # rank of the pair starting here now (NO_RANK: none)
 
 
 cdef Py_ssize_t _bpe_long(
@@ -240,73 +256,73 @@ cdef Py_ssize_t _bpe_long(
 ) noexcept nogil:
     """The same merges for long pieces: a heap of (rank, start) over a linked list of parts.
 
-    ``cur[s]`` is the rank of the pair that starts at part ``s`` now; a popped entry whose rank
-    differs (its part was merged away or changed) is stale and skipped. Ranks are unique per
-    byte string, so an equal rank means exactly the current pair. Keys are ``rank << 32 |
+    ``parts[s].cur`` is the rank of the pair that starts at part ``s`` now; a popped entry whose
+    rank differs (its part was merged away or changed) is stale and skipped. Ranks are unique
+    per byte string, so an equal rank means exactly the current pair. Keys are ``rank << 32 |
     start``: the smallest is tiktoken's "lowest rank, then leftmost". Returns -1 when memory
-    runs out, -1 - i when byte i has no token.
+    runs out, -2 when a byte has no token.
     """
-    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* prv = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-    cdef int32_t* tok = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* cur = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef Part* parts = <Part*>malloc((n + 1) * sizeof(Part))
     cdef uint64_t* heap = <uint64_t*>malloc((3 * n + 1) * sizeof(uint64_t))
-    cdef Py_ssize_t size = 0, i, start, mid, end, before, count = 0
-    cdef int32_t r
+    cdef Py_ssize_t size = 0, i, count = 0
+    cdef int32_t start, mid, end, before, r
+    cdef int32_t dead = <int32_t>(n + 1)
     cdef uint64_t key
-    cdef Py_ssize_t dead = n + 1
-    if not nxt or not prv or not tok or not cur or not heap:
+    if parts == NULL or heap == NULL or n >= 0x7fffffff:
         count = -1
     else:
         for i in range(n):
-            nxt[i] = i + 1
-            prv[i] = i - 1
-            tok[i] = t.byte_index[p[i]]
-            if tok[i] == NO_TOKEN:
-                count = -1 - i
+            parts[i].nxt = <int32_t>(i + 1)
+            parts[i].prv = <int32_t>(i - 1)
+            parts[i].tok = t.byte_index[p[i]]
+            if parts[i].tok == NO_TOKEN:
+                count = -2
                 break
         if count == 0:
+            # every adjacent byte pair, then one bottom-up heapify (O(n), not n pushes)
             for i in range(n - 1):
                 r = _pair_rank(t, p, i, i + 2)
-                cur[i] = r
+                parts[i].cur = r
                 if r != NO_RANK:
-                    _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>i)
-            cur[n - 1] = NO_RANK
+                    heap[size] = (<uint64_t>r << 32) | <uint64_t>i
+                    size += 1
+            parts[n - 1].cur = NO_RANK
+            i = (size - 2) >> 2
+            while i >= 0:
+                _heap_sift_down(heap, size, i, heap[i])
+                i -= 1
             while size:
                 key = _heap_pop(heap, &size)
-                start = <Py_ssize_t>(key & 0xffffffffULL)
+                start = <int32_t>(key & 0xffffffffULL)
                 r = <int32_t>(key >> 32)
-                if nxt[start] == dead or cur[start] != r:
+                if parts[start].nxt == dead or parts[start].cur != r:
                     continue  # stale
-                mid = nxt[start]
-                end = nxt[mid]
-                tok[start] = r
-                nxt[mid] = dead
-                cur[mid] = NO_RANK
-                nxt[start] = end
+                mid = parts[start].nxt
+                end = parts[mid].nxt
+                parts[start].tok = r
+                parts[mid].nxt = dead
+                parts[mid].cur = NO_RANK
+                parts[start].nxt = end
                 if end < n:
-                    prv[end] = start
-                    r = _pair_rank(t, p, start, nxt[end])
-                    cur[start] = r
+                    parts[end].prv = start
+                    r = _pair_rank(t, p, start, parts[end].nxt)
+                    parts[start].cur = r
                     if r != NO_RANK:
                         _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>start)
                 else:
-                    cur[start] = NO_RANK
-                before = prv[start]
+                    parts[start].cur = NO_RANK
+                before = parts[start].prv
                 if before >= 0:
                     r = _pair_rank(t, p, before, end)
-                    cur[before] = r
+                    parts[before].cur = r
                     if r != NO_RANK:
                         _heap_push(heap, &size, (<uint64_t>r << 32) | <uint64_t>before)
-            start = 0
-            while start < n:
-                out[count] = tok[start]
+            i = 0
+            while i < n:
+                out[count] = parts[i].tok
                 count += 1
-                start = nxt[start]
-    free(nxt)
-    free(prv)
-    free(tok)
-    free(cur)
+                i = parts[i].nxt
+    free(parts)
     free(heap)
     return count
 

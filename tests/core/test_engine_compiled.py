@@ -177,3 +177,20 @@ class TestScannerCoverage:
         from tokend.core.pretokenize import CHUNKABLE_PATTERNS, SCANNER_KINDS
 
         assert set(SCANNER_KINDS) == set(CHUNKABLE_PATTERNS)
+
+
+class TestLongPieces:
+    """Pieces past the scan's limit go through the heap (with its pair memo): tiktoken's ids."""
+
+    @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base", "r50k_base"])
+    def test_long_single_pretokens(self, name: str) -> None:
+        rng = random.Random(11)
+        enc = compiled(name)
+        ref = reference(name)
+        alphabets = ["a", "ab", "abcdefghijklmnopqrstuvwxyz", "0123456789", "éà", "日本語"]
+        for alphabet in alphabets:
+            for size in (65, 200, 3_000, 40_000):
+                text = "".join(rng.choice(alphabet) for _ in range(size))
+                assert enc.encode_ordinary(text) == ref.encode_ordinary(text), (alphabet, size)
+        spaces = " " * 5_000 + "x"
+        assert enc.encode_ordinary(spaces) == ref.encode_ordinary(spaces)
