@@ -169,7 +169,10 @@ class TokenizerService(TrainingService):
     ) -> pb.CountTokensResponse:
         info = self.models.find(request.model or request.tokenizer)
         if request.model and info is None:
-            self.models.get(request.model)  # raises UnknownTokenizer listing known models
+            try:
+                self.models.get(request.model)  # raises UnknownTokenizer listing known models
+            except TokendError as exc:
+                raise field_error(exc, "model") from None
         ref = request.tokenizer or (info.tokenizer if info else "")
         if not ref:
             raise with_field(InvalidInput("CountTokens needs a tokenizer or a model"), "tokenizer")
@@ -284,6 +287,12 @@ class TokenizerService(TrainingService):
     ) -> Iterator[pb.ChunkResponse]:
         served = self._served(request.tokenizer)
         limits.check_text(request.text, self.config.max_text_bytes, "text")
+        if request.max_tokens < 1:
+            raise with_field(InvalidInput("max_tokens must be >= 1"), "max_tokens")
+        if request.overlap >= request.max_tokens:
+            raise with_field(InvalidInput(
+                f"overlap must be below max_tokens {request.max_tokens}, not {request.overlap}"
+            ), "overlap")
         pieces = iter_chunks(served.encoding, request.text, request.max_tokens,
                              overlap=request.overlap)
         batch: list[pb.TextChunk] = []
