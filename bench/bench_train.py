@@ -38,9 +38,15 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
     if trainer == "tokend":
         from tokend.core.train import train_bpe  # noqa: PLC0415 (RSS of this trainer only)
 
+        def progress(phase: str, done: int, total: int) -> None:
+            # the first report after counting: the counting workers have been reaped
+            if phase != "count" and "count_cpu" not in phases:
+                phases["count_cpu"] = cpu_seconds() - cpu_start
+
+        cpu_start = cpu_seconds()
         start = time.perf_counter()
-        result = train_bpe(path, vocab_size, [SPECIAL])
-        phases = result.stats.seconds
+        result = train_bpe(path, vocab_size, [SPECIAL], progress=progress)
+        phases |= result.stats.seconds
         merges = len(result.merges)
     else:
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: PLC0415
@@ -57,9 +63,7 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
         tok.train([path], trainer_obj)
         merges = tok.get_vocab_size() - 257
     seconds = time.perf_counter() - start
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    cpu = cpu_seconds()
     self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {
@@ -70,6 +74,13 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
         "child_rss_mb": child_rss,
         "merges": merges,
     }
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def measure(trainer: str, path: Path, vocab_size: int, repeat: int) -> dict[str, object]:
@@ -174,6 +185,8 @@ def main() -> int:
                 f"\ngenerated corpus {size / 1e6:,.0f} MB -> vocab {args.big_vocab:,}: "
                 f"{ours['seconds']:.1f} s wall, {ours['cpu_seconds']:.1f} CPU-s (count "
                 f"{ph['count']:.1f} / index {ph['index']:.1f} / merge {ph['merge']:.1f}), "
+                f"counting {ph['count_cpu']:.1f} CPU-s = {size / 1e6 / ph['count_cpu']:.1f} MB "
+                f"per CPU-second, "
                 f"peak RSS {ours['rss_mb']:.0f} MB main "
                 f"+ {ours['child_rss_mb']:.0f} MB per counting worker, {ours['merges']} merges"
             )

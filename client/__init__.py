@@ -37,10 +37,12 @@ from tokend.client.results import (
     DecodeResult,
     EncodeResult,
     JobState,
+    TextChunk,
     TokenDetail,
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
+    TruncateResult,
 )
 from tokend.client.sync_client import Client, TrainHandle
 
@@ -66,6 +68,7 @@ __all__ = [
     "RemoteError",
     "ResourceExhausted",
     "ServerError",
+    "TextChunk",
     "TlsConfig",
     "TokenDetail",
     "TokenizerManifest",
@@ -75,6 +78,7 @@ __all__ = [
     "TrainJob",
     "TrainingCancelled",
     "TrainingFailed",
+    "TruncateResult",
     "Unauthenticated",
     "Unavailable",
     "Unimplemented",

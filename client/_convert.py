@@ -4,10 +4,11 @@ messages, shared by the sync and async clients so both build identical requests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from tokend.client.results import (
     ChatMessage,
@@ -15,11 +16,13 @@ from tokend.client.results import (
     DecodeResult,
     EncodeResult,
     JobState,
+    TextChunk,
     TokenDetail,
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
     TrainSpec,
+    TruncateResult,
 )
 from tokend.core.errors import InvalidInput
 from tokend.v1 import tokenizer_pb2 as pb
@@ -28,7 +31,7 @@ from tokend.v1 import tokenizer_pb2 as pb
 # collection (empty = no check), or None for the RPC's default (see DisallowedSpecial in the proto).
 AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
 DisallowedSpecial: TypeAlias = Literal["all"] | Iterable[str] | None
-MessageLike: TypeAlias = ChatMessage | Mapping[str, str]
+MessageLike: TypeAlias = ChatMessage | Mapping[str, Any]
 # count_tokens input: one text, several texts, or chat messages.
 CountInput: TypeAlias = str | Sequence[str] | Sequence[MessageLike]
 
@@ -201,6 +204,9 @@ def count_request(
     max_tokens: int | None,
     allowed_special: AllowedSpecial,
     disallowed_special: DisallowedSpecial,
+    model: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
 ) -> pb.CountTokensRequest:
     """A CountTokens request; ``text`` may be a str, a list of str, or a list of messages."""
     texts: list[str] = []
@@ -224,6 +230,15 @@ def count_request(
     )
     if max_tokens is not None:
         request.max_tokens = max_tokens
+    if model:
+        request.model = model
+    if tools:
+        request.tools_json = json.dumps(list(tools))
+    if isinstance(tool_choice, Mapping):
+        function = tool_choice.get("function")
+        tool_choice = str((function or tool_choice).get("name", ""))
+    if tool_choice:
+        request.tool_choice = tool_choice
     return request
 
 
@@ -239,14 +254,43 @@ def _as_message(item: object) -> MessageLike:
 def _chat_message(message: MessageLike) -> pb.ChatMessage:
     if isinstance(message, ChatMessage):
         return pb.ChatMessage(role=message.role, content=message.content, name=message.name or "")
-    unknown = set(message) - {"role", "content", "name"}
-    if unknown or "role" not in message or "content" not in message:
+    unknown = set(message) - {"role", "content", "name", "tool_calls", "tool_call_id"}
+    if unknown or "role" not in message:
         raise InvalidInput(
-            "a chat message needs 'role' and 'content' (and optionally 'name'); "
-            f"got keys {sorted(message)}"
+            "a chat message needs 'role' and 'content' (and optionally 'name', 'tool_calls', "
+            f"'tool_call_id'); got keys {sorted(message)}"
         )
-    return pb.ChatMessage(
-        role=message["role"], content=message["content"], name=message.get("name") or ""
+    out = pb.ChatMessage(role=str(message["role"]), name=str(message.get("name") or ""),
+                         tool_call_id=str(message.get("tool_call_id") or ""))
+    content: Any = message.get("content")
+    if isinstance(content, str) or content is None:
+        out.content = content or ""
+    else:
+        out.parts.extend(_content_part(part) for part in content)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", call)
+        arguments = function.get("arguments", "")
+        out.tool_calls.add(id=str(call.get("id", "")), name=str(function.get("name", "")),
+                           arguments=arguments if isinstance(arguments, str)
+                           else json.dumps(arguments))
+    return out
+
+
+def _content_part(part: Any) -> pb.ContentPart:
+    """An OpenAI content part: text, or an image_url with its width/height (never fetched)."""
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind == "text":
+        return pb.ContentPart(text=str(part.get("text", "")))
+    if kind == "image_url":
+        url = part.get("image_url") or {}
+        return pb.ContentPart(image=pb.ImagePart(
+            width=int(part.get("width") or url.get("width") or 0),
+            height=int(part.get("height") or url.get("height") or 0),
+            detail=str(part.get("detail") or url.get("detail") or ""),
+            url=str(url.get("url", "")),
+        ))
+    raise InvalidInput(
+        f'a content part must be {{"type": "text"|"image_url", ...}}, got {part!r}'[:200]
     )
 
 
@@ -258,7 +302,60 @@ def count_result(response: pb.CountTokensResponse) -> CountResult:
         total=response.total,
         fits=response.fits,
         remaining=response.remaining,
+        exact=response.exact,
+        estimate_reason=response.estimate_reason,
+        chat_rule=response.chat_rule,
+        tools_count=response.tools_count,
+        images_count=response.images_count,
+        model=response.model,
+        context_window=response.context_window,
+        max_output_tokens=response.max_output_tokens,
     )
+
+
+# -- Truncate and Chunk ------------------------------------------------------------------------
+
+_KEEP = {"head": pb.TRUNCATE_KEEP_HEAD, "tail": pb.TRUNCATE_KEEP_TAIL,
+         "both": pb.TRUNCATE_KEEP_BOTH}
+
+
+def truncate_request(tokenizer: str, text: str, max_tokens: int, keep: str,
+                     marker: str | None) -> pb.TruncateRequest:
+    if keep not in _KEEP:
+        raise InvalidInput(f"keep must be head, tail or both, not {keep!r}")
+    if max_tokens < 0:
+        raise InvalidInput(f"max_tokens must be >= 0, got {max_tokens}")
+    request = pb.TruncateRequest(tokenizer=tokenizer, text=text, max_tokens=max_tokens,
+                                 keep=_KEEP[keep])
+    if marker is not None:
+        request.marker = marker
+    return request
+
+
+def truncate_result(response: pb.TruncateResponse) -> TruncateResult:
+    return TruncateResult(
+        tokenizer=response.tokenizer, text=response.text, ids=list(response.ids),
+        count=response.count, truncated=response.truncated, head_chars=response.head_chars,
+        tail_chars=response.tail_chars, exact=response.exact,
+        estimate_reason=response.estimate_reason,
+    )
+
+
+def chunk_request(tokenizer: str, text: str, max_tokens: int, overlap: int) -> pb.ChunkRequest:
+    if max_tokens < 1 or overlap < 0:
+        raise InvalidInput(f"max_tokens must be >= 1 and overlap >= 0 (got {max_tokens}, "
+                           f"{overlap})")
+    return pb.ChunkRequest(tokenizer=tokenizer, text=text, max_tokens=max_tokens,
+                           overlap=overlap)
+
+
+def text_chunks_of(response: pb.ChunkResponse) -> list[TextChunk]:
+    return [
+        TextChunk(index=c.index, text=c.text, start=c.start, end=c.end,
+                  byte_start=c.byte_start, byte_end=c.byte_end, count=c.count,
+                  exact=c.exact, estimate_reason=c.estimate_reason)
+        for c in response.chunks
+    ]
 
 
 # -- Registry -----------------------------------------------------------------------------------

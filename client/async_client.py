@@ -8,7 +8,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import Any, TypeVar
 
 import grpc
@@ -27,10 +35,12 @@ from tokend.client.results import (
     CountResult,
     DecodeResult,
     EncodeResult,
+    TextChunk,
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
     TrainSpec,
+    TruncateResult,
 )
 from tokend.client.sync_client import DEFAULT_TIMEOUT
 from tokend.v1 import tokenizer_pb2 as pb
@@ -201,6 +211,9 @@ class AsyncClient:
         max_tokens: int | None = None,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = None,
+        model: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> CountResult:
         request = _convert.count_request(
@@ -211,9 +224,50 @@ class AsyncClient:
             max_tokens=max_tokens,
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
+            model=model,
+            tools=tools,
+            tool_choice=tool_choice,
         )
         response = await self._call(self._stub.CountTokens, request, timeout)
         return _convert.count_result(response)
+
+    async def truncate(
+        self,
+        tokenizer: str,
+        text: str,
+        max_tokens: int,
+        *,
+        keep: str = "head",
+        marker: str | None = None,
+        timeout: float | None = None,
+    ) -> TruncateResult:
+        """``text`` cut to at most ``max_tokens`` tokens: keep the head, the tail, or both ends
+        around ``marker`` (default "…", counted within the budget). Maximal: one more
+        character would not fit."""
+        request = _convert.truncate_request(tokenizer, text, max_tokens, keep, marker)
+        return _convert.truncate_result(await self._call(self._stub.Truncate, request, timeout))
+
+    async def chunk(
+        self,
+        tokenizer: str,
+        text: str,
+        max_tokens: int,
+        *,
+        overlap: int = 0,
+        timeout: float | None = None,
+    ) -> list[TextChunk]:
+        """``text`` in pieces of at most ``max_tokens`` tokens, overlapping by up to
+        ``overlap`` tokens, cut at paragraph, sentence or word boundaries when possible."""
+        request = _convert.chunk_request(tokenizer, text, max_tokens, overlap)
+        pieces: list[TextChunk] = []
+        try:
+            call = self._stub.Chunk(request, timeout=self._deadline(timeout),
+                                    metadata=self._metadata)
+            async for response in call:
+                pieces.extend(_convert.text_chunks_of(response))
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return pieces
 
     # -- registry ----------------------------------------------------------------------------
 

@@ -57,8 +57,53 @@ class CountResult:
     total: int
     # total <= max_tokens; True when no max_tokens was given.
     fits: bool
-    # max_tokens - total (negative when it does not fit); 0 when no max_tokens was given.
+    # budget - total (negative when it does not fit): the budget is max_tokens, else the
+    # model's context window; 0 with neither.
     remaining: int
+    # False when a rule is unpublished or unverified for the model; estimate_reason says why.
+    exact: bool = True
+    estimate_reason: str = ""
+    chat_rule: str = ""
+    # Parts of messages_count: tool definitions (and tool_choice), image parts.
+    tools_count: int = 0
+    images_count: int = 0
+    # The catalogued model, its context window and max output tokens (0 when unknown).
+    model: str = ""
+    context_window: int = 0
+    max_output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateResult:
+    """A text cut to a token budget: the text, its ids and count, what was kept."""
+
+    tokenizer: str
+    text: str
+    ids: list[int]
+    count: int
+    # False when the whole text fitted.
+    truncated: bool
+    # Characters kept from the start and from the end of the input.
+    head_chars: int
+    tail_chars: int
+    exact: bool = True
+    estimate_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """One piece of a chunked text: ``text == document[start:end]`` (bytes: byte_start:byte_end)."""
+
+    index: int
+    text: str
+    start: int
+    end: int
+    byte_start: int
+    byte_end: int
+    # The tokens of this piece encoded alone.
+    count: int
+    exact: bool = True
+    estimate_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -25,10 +25,12 @@ from tokend.client.results import (
     CountResult,
     DecodeResult,
     EncodeResult,
+    TextChunk,
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
     TrainSpec,
+    TruncateResult,
 )
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
@@ -206,6 +208,9 @@ class Client:
         max_tokens: int | None = None,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = None,
+        model: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> CountResult:
         """Count tokens of a text, a list of texts, or chat messages (OpenAI's chat rule unless
@@ -220,8 +225,59 @@ class Client:
             max_tokens=max_tokens,
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
+            model=model,
+            tools=tools,
+            tool_choice=tool_choice,
         )
         return _convert.count_result(self._call(self._stub.CountTokens, request, timeout))
+
+    def truncate(
+        self,
+        tokenizer: str,
+        text: str,
+        max_tokens: int,
+        *,
+        keep: str = "head",
+        marker: str | None = None,
+        timeout: float | None = None,
+    ) -> TruncateResult:
+        """``text`` cut to at most ``max_tokens`` tokens: keep the head, the tail, or both ends
+        around ``marker`` (default "…", counted within the budget). Maximal: one more
+        character would not fit."""
+        request = _convert.truncate_request(tokenizer, text, max_tokens, keep, marker)
+        return _convert.truncate_result(self._call(self._stub.Truncate, request, timeout))
+
+    def chunk(
+        self,
+        tokenizer: str,
+        text: str,
+        max_tokens: int,
+        *,
+        overlap: int = 0,
+        timeout: float | None = None,
+    ) -> list[TextChunk]:
+        """``text`` in pieces of at most ``max_tokens`` tokens, overlapping by up to
+        ``overlap`` tokens, cut at paragraph, sentence or word boundaries when possible."""
+        return list(self.iter_chunks(tokenizer, text, max_tokens, overlap=overlap,
+                                     timeout=timeout))
+
+    def iter_chunks(
+        self,
+        tokenizer: str,
+        text: str,
+        max_tokens: int,
+        *,
+        overlap: int = 0,
+        timeout: float | None = None,
+    ) -> Iterator[TextChunk]:
+        """The pieces as the server streams them."""
+        request = _convert.chunk_request(tokenizer, text, max_tokens, overlap)
+        try:
+            deadline = self.timeout if timeout is None else timeout
+            for response in self._stub.Chunk(request, timeout=deadline, metadata=self._metadata):
+                yield from _convert.text_chunks_of(response)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
 
     # -- registry ----------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
@@ -31,7 +31,7 @@ from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
 from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
-from tokend.core.train_count import CountPool, PieceCounter, to_byte_counts
+from tokend.core.train_count import CountPool, PieceCounter, use_compiled
 
 Pair = tuple[bytes, bytes]
 ProgressFn = Callable[[str, int, int], None]
@@ -276,8 +276,8 @@ def _count_corpus(
     splitter = Splitter(
         specials, safe_cuts=safe_cuts, target_chars=corpus_io.TARGET_PIECE_CHARS
     )
-    counter = PieceCounter(pat_str)
-    local: Counter[str] = Counter()
+    compiled = use_compiled()
+    counter = PieceCounter(pat_str, compiled=compiled)
     local_seen = 0
     pool: CountPool | None = None
     batches = 0
@@ -291,9 +291,9 @@ def _count_corpus(
         nonlocal pool, local_seen, batches
         batches += 1
         if pool is None and workers > 1 and (batches > 1 or total > 4 * BATCH_CHARS):
-            pool = CountPool(pat_str, workers - 1, should_stop)
+            pool = CountPool(pat_str, workers - 1, should_stop, compiled=compiled)
         if pool is None or not pool.try_submit(pieces):
-            local_seen += counter.count_into(local, pieces)
+            local_seen += counter.count(pieces)
 
     try:
         for source in sources:
@@ -323,11 +323,11 @@ def _count_corpus(
         if pool is not None:
             word_counts, seen = pool.results()
             used = workers
-            for word, n in to_byte_counts(local).items():
+            for word, n in counter.byte_counts().items():
                 word_counts[word] = word_counts.get(word, 0) + n
             seen += local_seen
         else:
-            word_counts, seen, used = to_byte_counts(local), local_seen, 1
+            word_counts, seen, used = counter.byte_counts(), local_seen, 1
     except BaseException:
         if pool is not None:
             pool.close()  # at once: cancelled or failed

@@ -16,6 +16,9 @@ from typing import Any, Literal, TypeAlias
 import grpc
 
 from tokend.core.builtins import builtin_n_vocab
+from tokend.core.counting import ModelCatalogue, ModelInfo, count_chat, iter_chunks, truncate
+from tokend.core.counting.chat import budget_fit
+from tokend.core.counting.truncation import Keep
 from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     DisallowedSpecialToken,
@@ -36,12 +39,16 @@ from tokend.v1 import tokenizer_pb2 as pb
 Allowed: TypeAlias = Literal["all"] | AbstractSet[str]
 Disallowed: TypeAlias = Literal["all"] | AbstractSet[str]
 
-# OpenAI's published rule for counting chat prompts (see docs/counting.md).
-TOKENS_PER_MESSAGE = 3
-TOKENS_PER_NAME = 1
-REPLY_PRIMING_TOKENS = 3
 # The largest CountTokens.max_tokens: `remaining` (max_tokens - total) is an int64.
 MAX_TOKENS_LIMIT = 2**63 - 1
+# Pieces per Chunk response message (a stream of small messages costs more than it saves).
+CHUNKS_PER_MESSAGE = 64
+TRUNCATE_KEEP: dict[int, Keep] = {
+    pb.TRUNCATE_KEEP_UNSPECIFIED: "head",
+    pb.TRUNCATE_KEEP_HEAD: "head",
+    pb.TRUNCATE_KEEP_TAIL: "tail",
+    pb.TRUNCATE_KEEP_BOTH: "both",
+}
 
 
 class TokenizerService(TrainingService):
@@ -50,6 +57,8 @@ class TokenizerService(TrainingService):
     def __init__(self, config: ServerConfig, tokenizers: Tokenizers, jobs: JobStore) -> None:
         super().__init__(config, jobs)
         self.tokenizers = tokenizers
+        # The shipped model table plus the registry's models.json (re-read when it changes).
+        self.models = ModelCatalogue.for_registry(tokenizers.registry.root)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -158,7 +167,16 @@ class TokenizerService(TrainingService):
     def CountTokens(
         self, request: pb.CountTokensRequest, context: grpc.ServicerContext
     ) -> pb.CountTokensResponse:
-        served = self._served(request.tokenizer)
+        info = self.models.find(request.model or request.tokenizer)
+        if request.model and info is None:
+            try:
+                self.models.get(request.model)  # raises UnknownTokenizer listing known models
+            except TokendError as exc:
+                raise field_error(exc, "model") from None
+        ref = request.tokenizer or (info.tokenizer if info else "")
+        if not ref:
+            raise with_field(InvalidInput("CountTokens needs a tokenizer or a model"), "tokenizer")
+        served = self._served(ref)
         enc = served.encoding
         items = len(request.texts) + len(request.messages)
         if items == 0:
@@ -178,37 +196,124 @@ class TokenizerService(TrainingService):
                 raise field_error(exc, field) from None
 
         counts = [count(text, f"texts[{i}]") for i, text in enumerate(request.texts)]
-        messages_count = 0
-        for i, message in enumerate(request.messages):
-            fields = [("role", message.role), ("content", message.content)]
-            if message.name:
-                fields.append(("name", message.name))
-            for key, value in fields:
-                messages_count += count(value, f"messages[{i}].{key}")
-            if not request.plain_text:
-                messages_count += TOKENS_PER_MESSAGE
-                if message.name:
-                    messages_count += TOKENS_PER_NAME
-        if request.messages and not request.plain_text:
-            messages_count += REPLY_PRIMING_TOKENS
-        total = sum(counts) + messages_count
-        count_encoded("CountTokens", total)
-        response = pb.CountTokensResponse(
-            tokenizer=served.ref, counts=counts, messages_count=messages_count, total=total,
-            fits=True,
-        )
-        if request.HasField("max_tokens"):
-            if request.max_tokens > MAX_TOKENS_LIMIT:
-                # `remaining` is an int64: a larger budget has no answer to give in it.
-                raise with_field(
-                    InvalidInput(f"max_tokens is {request.max_tokens}, over the largest "
-                                 f"allowed value {MAX_TOKENS_LIMIT} (2^63 - 1, the range of "
-                                 "`remaining`); leave max_tokens unset for no budget"),
-                    "max_tokens",
-                )
-            response.fits = total <= request.max_tokens
-            response.remaining = request.max_tokens - total
+        response = pb.CountTokensResponse(tokenizer=served.ref, counts=counts, exact=True)
+        if info is not None:
+            response.model = info.name
+            response.context_window = info.context_window
+            response.max_output_tokens = info.max_output_tokens
+        if request.messages:
+            self._count_messages(request, response, info=info, enc=enc, allowed=allowed,
+                                disallowed=disallowed, context=context)
+        response.total = sum(counts) + response.messages_count
+        count_encoded("CountTokens", response.total)
+        budget = request.max_tokens if request.HasField("max_tokens") else None
+        if budget is not None and budget > MAX_TOKENS_LIMIT:
+            # `remaining` is an int64: a larger budget has no answer to give in it.
+            raise with_field(
+                InvalidInput(f"max_tokens is {budget}, over the largest allowed value "
+                             f"{MAX_TOKENS_LIMIT} (2^63 - 1, the range of `remaining`); leave "
+                             "max_tokens unset for no budget"),
+                "max_tokens",
+            )
+        window = info.context_window if info is not None and info.context_window else None
+        response.fits, response.remaining = budget_fit(response.total, budget, window)
         return response
+
+    def _count_messages(
+        self,
+        request: pb.CountTokensRequest,
+        response: pb.CountTokensResponse,
+        *,
+        info: ModelInfo | None,
+        enc: Encoding,
+        allowed: Allowed,
+        disallowed: Disallowed,
+        context: grpc.ServicerContext,
+    ) -> None:
+        """Fill the chat part of ``response`` by the model's chat rule (tokend.core.counting)."""
+        messages = [
+            message_dict(m, f"messages[{i}]", self.config.max_text_bytes)
+            for i, m in enumerate(request.messages)
+        ]
+        tools = tools_list(request.tools_json)
+        limits.check_alive(context)
+        try:
+            chat = count_chat(
+                messages,
+                model=info.name if info is not None else None,
+                tools=tools,
+                encoding=enc,
+                tool_choice=tool_choice(request.tool_choice),
+                rule="plain" if request.plain_text else None,
+                catalogue=self.models,
+                allowed_special=allowed,
+                disallowed_special=disallowed,
+            )
+        except TokendError as exc:
+            raise field_error(exc, "messages") from None
+        response.messages_count = chat.total
+        response.tools_count = chat.tools
+        response.images_count = chat.images
+        response.chat_rule = chat.rule
+        response.exact = chat.exact
+        response.estimate_reason = chat.estimate_reason
+
+    def Truncate(
+        self, request: pb.TruncateRequest, context: grpc.ServicerContext
+    ) -> pb.TruncateResponse:
+        served = self._served(request.tokenizer)
+        limits.check_text(request.text, self.config.max_text_bytes, "text")
+        keep = TRUNCATE_KEEP.get(request.keep)
+        if keep is None:
+            raise with_field(InvalidInput(f"unknown keep {request.keep}"), "keep")
+        marker = request.marker if request.HasField("marker") else "…"
+        try:
+            result = truncate(served.encoding, request.text, request.max_tokens, keep=keep,
+                              marker=marker)
+        except TokendError as exc:
+            raise field_error(exc, "max_tokens") from None
+        limits.check("ids in the Truncate response", result.count, self.config.max_ids,
+                     "--max-ids", field="max_tokens")
+        count_encoded("Truncate", result.count)
+        return pb.TruncateResponse(
+            tokenizer=served.ref, text=result.text, ids=result.ids, count=result.count,
+            truncated=result.truncated, head_chars=result.head_chars,
+            tail_chars=result.tail_chars, exact=result.exact,
+            estimate_reason=result.estimate_reason,
+        )
+
+    def Chunk(
+        self, request: pb.ChunkRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.ChunkResponse]:
+        served = self._served(request.tokenizer)
+        limits.check_text(request.text, self.config.max_text_bytes, "text")
+        if request.max_tokens < 1:
+            raise with_field(InvalidInput("max_tokens must be >= 1"), "max_tokens")
+        if request.overlap >= request.max_tokens:
+            raise with_field(InvalidInput(
+                f"overlap must be below max_tokens {request.max_tokens}, not {request.overlap}"
+            ), "overlap")
+        pieces = iter_chunks(served.encoding, request.text, request.max_tokens,
+                             overlap=request.overlap)
+        batch: list[pb.TextChunk] = []
+        total = 0
+        try:
+            for piece in pieces:
+                limits.check_alive(context)
+                total += piece.count
+                batch.append(pb.TextChunk(
+                    index=piece.index, text=piece.text, start=piece.start, end=piece.end,
+                    byte_start=piece.byte_start, byte_end=piece.byte_end, count=piece.count,
+                    exact=piece.exact, estimate_reason=piece.estimate_reason,
+                ))
+                if len(batch) == CHUNKS_PER_MESSAGE:
+                    yield pb.ChunkResponse(tokenizer=served.ref, chunks=batch)
+                    batch = []
+        except InvalidInput as exc:
+            raise field_error(exc, "max_tokens") from None
+        finally:
+            count_encoded("Chunk", total)
+        yield pb.ChunkResponse(tokenizer=served.ref, chunks=batch, done=True)
 
     def ListTokenizers(
         self, request: pb.ListTokenizersRequest, context: grpc.ServicerContext
@@ -346,6 +451,61 @@ def token_details(enc: Encoding, ids: Sequence[int]) -> list[pb.TokenDetail]:
         )
         for i, p, end in zip(ids, pieces, ends, strict=True)
     ]
+
+
+def message_dict(message: pb.ChatMessage, field: str, max_bytes: int) -> dict[str, Any]:
+    """An OpenAI-style message dict from the proto message (text fields size-checked)."""
+    out: dict[str, Any] = {"role": message.role}
+    limits.check_text(message.role, max_bytes, f"{field}.role")
+    if message.parts:
+        parts: list[dict[str, Any]] = []
+        for j, part in enumerate(message.parts):
+            if part.HasField("image"):
+                image = part.image
+                parts.append({"type": "image_url", "width": image.width, "height": image.height,
+                              "image_url": {"url": image.url, "detail": image.detail or "auto"}})
+            else:
+                limits.check_text(part.text, max_bytes, f"{field}.parts[{j}].text")
+                parts.append({"type": "text", "text": part.text})
+        out["content"] = parts
+    else:
+        limits.check_text(message.content, max_bytes, f"{field}.content")
+        out["content"] = message.content
+    if message.name:
+        limits.check_text(message.name, max_bytes, f"{field}.name")
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def tools_list(tools_json: str) -> list[dict[str, Any]] | None:
+    """The tool definitions of a request (a JSON array), or None."""
+    if not tools_json:
+        return None
+    try:
+        tools = json.loads(tools_json)
+    except ValueError as exc:
+        raise with_field(InvalidInput(f"tools_json is not JSON: {exc}"), "tools_json") from None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise with_field(InvalidInput("tools_json must be a JSON array of tool objects"),
+                         "tools_json")
+    return tools
+
+
+def tool_choice(value: str) -> str | dict[str, Any] | None:
+    """``auto``/``none``/``required`` as they are, a function's name as OpenAI's object form."""
+    if not value:
+        return None
+    if value in ("auto", "none", "required"):
+        return value
+    return {"type": "function", "function": {"name": value}}
 
 
 def _decode_bytes(enc: Encoding, ids: Sequence[int], field: str) -> bytes:

@@ -4,9 +4,13 @@
 //
 //   echo '{"tokenizer": "o200k_base", "texts": ["hello world"]}' | node cli.js --target 127.0.0.1:50051
 //
-// Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}] }.
+// Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}],
+//                        count?: {model?, tools?, tool_choice?, max_tokens?},
+//                        truncate?: {text, max_tokens, keep?, marker?},
+//                        chunk?: {text, max_tokens, overlap?} }.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
-//                          decoded: [string] }.
+//                          decoded: [string], count?: CountTokensResponse,
+//                          truncate?: TruncateResponse, chunks?: [TextChunk] }.
 // On an RPC error: exit status 1 and { error: { code, details } } on stdout.
 
 const { TokendClient } = require('./index');
@@ -61,6 +65,21 @@ async function main() {
       total: counted.total,
       decoded,
     };
+    if (input.count) {
+      const c = input.count;
+      output.count = await client.countTokens(input.tokenizer, [], input.messages || [], {
+        model: c.model, tools: c.tools, toolChoice: c.tool_choice, maxTokens: c.max_tokens,
+      });
+    }
+    if (input.truncate) {
+      const t = input.truncate;
+      output.truncate = await client.truncate(input.tokenizer, t.text, t.max_tokens,
+        { keep: t.keep, marker: t.marker });
+    }
+    if (input.chunk) {
+      const c = input.chunk;
+      output.chunks = await client.chunk(input.tokenizer, c.text, c.max_tokens, { overlap: c.overlap });
+    }
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (err) {

@@ -60,9 +60,57 @@ class TokendClient {
     return this._call('Encode', { tokenizer, texts });
   }
 
-  // Returns { tokenizer, counts, messages_count, total, fits, remaining }.
-  countTokens(tokenizer, texts, messages = []) {
-    return this._call('CountTokens', { tokenizer, texts, messages });
+  // Returns { tokenizer, counts, messages_count, total, fits, remaining, exact,
+  // estimate_reason, chat_rule, tools_count, images_count, model, context_window, ... }.
+  // options: { model, tools (OpenAI tool definitions), toolChoice, maxTokens, plainText }.
+  // Messages are OpenAI-style: content may be a list of text / image_url parts (an image part
+  // carries its width and height: images are never fetched); tool_calls are passed along.
+  countTokens(tokenizer, texts, messages = [], options = {}) {
+    const request = {
+      tokenizer,
+      texts,
+      messages: messages.map(toChatMessage),
+      model: options.model || '',
+      tools_json: options.tools ? JSON.stringify(options.tools) : '',
+      tool_choice: options.toolChoice || '',
+      plain_text: Boolean(options.plainText),
+    };
+    if (options.maxTokens !== undefined) {
+      request.max_tokens = options.maxTokens;
+    }
+    return this._call('CountTokens', request);
+  }
+
+  // Cut a text to at most maxTokens tokens. options: { keep: 'head'|'tail'|'both', marker }.
+  // Returns { tokenizer, text, ids, count, truncated, head_chars, tail_chars, exact, ... }.
+  truncate(tokenizer, text, maxTokens, options = {}) {
+    const keep = { head: 'TRUNCATE_KEEP_HEAD', tail: 'TRUNCATE_KEEP_TAIL', both: 'TRUNCATE_KEEP_BOTH' };
+    const request = { tokenizer, text, max_tokens: maxTokens, keep: keep[options.keep || 'head'] };
+    if (request.keep === undefined) {
+      return Promise.reject(new Error(`keep must be head, tail or both, not ${options.keep}`));
+    }
+    if (options.marker !== undefined) {
+      request.marker = options.marker;
+    }
+    return this._call('Truncate', request);
+  }
+
+  // Split a document into pieces of at most maxTokens tokens (server-streamed), resolved as
+  // [{ index, text, start, end, byte_start, byte_end, count, exact, estimate_reason }].
+  chunk(tokenizer, text, maxTokens, options = {}) {
+    const metadata = new grpc.Metadata();
+    if (this.token) {
+      metadata.set('authorization', `Bearer ${this.token}`);
+    }
+    const deadline = new Date(Date.now() + this.timeoutMs);
+    const request = { tokenizer, text, max_tokens: maxTokens, overlap: options.overlap || 0 };
+    return new Promise((resolve, reject) => {
+      const pieces = [];
+      const call = this.stub.Chunk(request, metadata, { deadline });
+      call.on('data', (response) => pieces.push(...response.chunks));
+      call.on('error', reject);
+      call.on('end', () => resolve(pieces));
+    });
   }
 
   // Returns { tokenizer, text, data (Buffer), results }.
@@ -75,4 +123,33 @@ class TokendClient {
   }
 }
 
-module.exports = { TokendClient, loadService, PROTO_ROOT, PROTO_FILE };
+// An OpenAI-style message as the proto's ChatMessage.
+function toChatMessage(message) {
+  const out = { role: message.role, name: message.name || '', tool_call_id: message.tool_call_id || '' };
+  if (Array.isArray(message.content)) {
+    out.parts = message.content.map((part) => {
+      if (part.type === 'image_url') {
+        const url = part.image_url || {};
+        return {
+          image: {
+            width: part.width || url.width || 0,
+            height: part.height || url.height || 0,
+            detail: part.detail || url.detail || '',
+            url: url.url || '',
+          },
+        };
+      }
+      return { text: part.text || '' };
+    });
+  } else {
+    out.content = message.content || '';
+  }
+  out.tool_calls = (message.tool_calls || []).map((call) => {
+    const fn = call.function || call;
+    const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments || {});
+    return { id: call.id || '', name: fn.name || '', arguments: args };
+  });
+  return out;
+}
+
+module.exports = { TokendClient, loadService, toChatMessage, PROTO_ROOT, PROTO_FILE };

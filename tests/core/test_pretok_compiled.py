@@ -7,12 +7,14 @@ module (tools/gen_unicode_tables.py) and checked here against tiktoken's own reg
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import random
 import subprocess
 import sys
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern
 assert _compiled is not None, "these tests need the compiled engine (scripts/setup.sh builds it)"
 from tokend.core.engine._compiled import (  # noqa: E402 (after the clear failure above)
     CLASS_BITS,
+    PretokenCounter,
     class_bits,
     contraction_letter,
     count_pretokens,
@@ -81,6 +84,7 @@ def _one_per_block_and_category() -> list[str]:
     return list(seen.values())
 
 
+@functools.cache
 def piece_pool() -> tuple[list[str], list[int]]:
     """Pieces to build random text from, with their cumulative weights."""
     groups: list[tuple[list[str], int]] = [
@@ -206,7 +210,7 @@ class TestCoverage:
 
 
 class TestInterface:
-    """pretokenize / count_pretokens as Python sees them."""
+    """pretokenize, count_pretokens and PretokenCounter as Python sees them."""
 
     def test_partition_and_count(self) -> None:
         """Pretokens are non-empty, join back to the text and are what count_pretokens counts."""
@@ -216,6 +220,24 @@ class TestInterface:
             assert "".join(out) == text
             assert all(out)
             assert count_pretokens(kind, text) == len(out)
+
+    def test_counter_counts_like_the_reference(self) -> None:
+        """PretokenCounter's totals (across several add calls, through table and arena growth:
+        ~100k distinct pretokens, one of 300 KB) are pretokenize's pretokens counted (which
+        the tests above hold to the regex reference)."""
+        texts = ["".join(random_strings(1, 30_000, 4)), "".join(random_strings(2, 9, 4))]
+        words = ("".join(chr(97 + int(d)) for d in str(i)) for i in range(100_000))
+        texts += [" ".join(words), "x" * 300_000, ""]
+        for kind in range(4):
+            counter = PretokenCounter(kind)
+            expected: Counter[bytes] = Counter()
+            for text in texts:
+                found = pretokenize(kind, text)
+                assert counter.add(text) == len(found)
+                expected.update(p.encode() for p in found)
+            assert counter.to_dict() == expected
+            assert len(counter) == len(expected) > 100_000
+            assert counter.pretokens == expected.total()
 
     def test_empty_text(self) -> None:
         """The empty text has no pretokens."""
@@ -227,11 +249,15 @@ class TestInterface:
             pretokenize(4, "a")
         with pytest.raises(ValueError, match="unknown pattern kind -1"):
             count_pretokens(-1, "a")
+        with pytest.raises(ValueError, match="unknown pattern kind 9"):
+            PretokenCounter(9)
 
     def test_lone_surrogate(self) -> None:
         """A lone surrogate cannot be UTF-8 encoded; the error says so."""
         with pytest.raises(UnicodeEncodeError):
             pretokenize(3, "a\ud800b")
+        with pytest.raises(UnicodeEncodeError):
+            PretokenCounter(3).add("a\ud800b")
 
 
 # -- the class tables ---------------------------------------------------------------------------

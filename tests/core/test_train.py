@@ -23,7 +23,7 @@ from tokend.core import train_count
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.formats import printable_to_token, read_gpt2_merges
 from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
-from tokend.core.pretokenize import compile_pattern
+from tokend.core.pretokenize import R50K_PATTERN, compile_pattern
 from tokend.core.train import TrainResult, train_bpe
 
 Pair = tuple[bytes, bytes]
@@ -247,9 +247,77 @@ class TestPieceCounter:
     def test_findall_equals_regex(self, text: str, stretch: int, pattern: str) -> None:
         """The ASCII fast path and the cutting of mixed pieces change no pretoken."""
         pat_str = resolve_pattern(pattern)
-        counter = train_count.PieceCounter(pat_str)
+        counter = train_count.PieceCounter(pat_str, compiled=False)
         with mock.patch.object(train_count.PieceCounter, "STRETCH_CHARS", stretch):
             assert counter.findall(text) == compile_pattern(pat_str)(text)
+
+
+ROUTE_PATTERNS = [*sorted(NAMED_PATTERNS.values()), R50K_PATTERN, r"\S+|\s+"]
+
+
+class TestCountingRoutes:
+    """The compiled scanner's counts and the re/regex route's are the same."""
+
+    @staticmethod
+    def both_routes(pat_str: str, pieces: list[str]) -> list[tuple[dict[bytes, int], int]]:
+        out = []
+        for compiled in (True, False):
+            counter = train_count.PieceCounter(pat_str, compiled=compiled)
+            seen = counter.count(pieces)
+            out.append((counter.byte_counts(), seen))
+        return out
+
+    @pytest.mark.parametrize("pat_str", ROUTE_PATTERNS)
+    def test_corpora(self, fixtures_dir: Path, pat_str: str) -> None:
+        """Every small corpus, as pieces cut by the trainer's splitter: identical counts."""
+        texts = [p.read_text("utf-8") for p in sorted((fixtures_dir / "corpora").glob("*.txt"))]
+        texts.append((fixtures_dir / "corpora" / "corpus.en").read_text("utf-8"))
+        splitter = corpus_io.Splitter(["<|endoftext|>"], safe_cuts=True, target_chars=500)
+        pieces = [p for text in texts for p in [*splitter.feed(text), *splitter.finish()]]
+        compiled, fallback = self.both_routes(pat_str, pieces)
+        assert compiled == fallback
+        assert compiled[1] > 10_000
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        pieces=st.lists(
+            st.one_of(
+                st.text(st.sampled_from(list("aZ 09'sS\u017f\t\n\r.,é\u00a0\x1c中!")), max_size=60),
+                any_text,
+            ),
+            max_size=6,
+        ),
+        pat_str=st.sampled_from(ROUTE_PATTERNS),
+    )
+    def test_arbitrary_pieces(self, pieces: list[str], pat_str: str) -> None:
+        """Arbitrary text: identical counts and pretoken totals."""
+        compiled, fallback = self.both_routes(pat_str, pieces)
+        assert compiled == fallback
+
+    def test_lone_surrogate_is_refused_alike(self) -> None:
+        """A lone surrogate is refused with the same error by both routes."""
+        for compiled in (True, False):
+            counter = train_count.PieceCounter(resolve_pattern("o200k"), compiled=compiled)
+            with pytest.raises(InvalidInput, match="'\\\\udc80' \\(a lone surrogate\\)"):
+                counter.count(["ok", "a\udc80b"])
+                counter.byte_counts()
+
+    @pytest.mark.parametrize("pattern", sorted(NAMED_PATTERNS))
+    def test_training_gives_identical_merges(self, fixtures_dir: Path, pattern: str) -> None:
+        """train_bpe with two counting processes: the same merges and stats on both routes."""
+        path = fixtures_dir / "corpora" / "corpus.en"
+        results = []
+        for compiled in (True, False):
+            with (
+                mock.patch.object(train_count, "COMPILED", compiled),
+                mock.patch.object(train_mod, "BATCH_CHARS", 16_384),
+            ):
+                results.append(train_bpe(path, 700, ["<|endoftext|>"], pattern=pattern, workers=2))
+        ours, theirs = results
+        assert ours.merges == theirs.merges
+        assert ours.stats.pretokens == theirs.stats.pretokens
+        assert ours.stats.distinct_pretokens == theirs.stats.distinct_pretokens
+        assert ours.stats.workers == 2
 
 
 # --- determinism, files, workers ----------------------------------------------------------------

@@ -31,6 +31,8 @@ SHAPES: dict[str, tuple[bool, bool]] = {
     "EncodeStream": (True, True),
     "Decode": (False, False),
     "CountTokens": (False, False),
+    "Truncate": (False, False),
+    "Chunk": (False, True),
     "ListTokenizers": (False, False),
     "GetTokenizer": (False, False),
     "Train": (True, False),
@@ -93,6 +95,14 @@ def _enc(**kw: object) -> tuple[bytes, ...]:
 
 def _count(**kw: object) -> tuple[bytes, ...]:
     return ser(pb.CountTokensRequest(**kw))  # type: ignore[arg-type]
+
+
+def _truncate(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.TruncateRequest(**kw))  # type: ignore[arg-type]
+
+
+def _chunk(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.ChunkRequest(**kw))  # type: ignore[arg-type]
 
 
 def _decode(**kw: object) -> tuple[bytes, ...]:
@@ -243,6 +253,49 @@ CATALOGUE: tuple[Case, ...] = (
               allowed=["<|im_start|>"])), IA, "special_tokens.allowed[0]",
           "not a special token"),
     _case("count-garbage", "CountTokens", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    _case("count-unknown-model", "CountTokens", "unknown model",
+          _count(model="gpt-99", messages=[pb.ChatMessage(role="user", content="a")]), NF,
+          "model", "unknown model 'gpt-99'"),
+    _case("count-tools-json", "CountTokens", "tools_json that is not JSON",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json="{nope"), IA, "tools_json", "not JSON"),
+    _case("count-image-size", "CountTokens", "image part without its size",
+          _count(model="gpt-4o", messages=[pb.ChatMessage(role="user", parts=[
+              pb.ContentPart(image=pb.ImagePart(url="https://x/y.png"))])]), IA,
+          "messages", "never downloads images"),
+    # -- Truncate -------------------------------------------------------------------------
+    _case("truncate-unknown", "Truncate", "unknown tokenizer",
+          _truncate(tokenizer="no-such-tok", text="a", max_tokens=1), NF, "tokenizer",
+          "no tokenizer named"),
+    _case("truncate-text-size", "Truncate", "text over --max-text-bytes",
+          _truncate(tokenizer=O2, text="é" * 40000, max_tokens=1), RE, "text",
+          "--max-text-bytes"),
+    _case("truncate-keep", "Truncate", "unknown keep",
+          _truncate(tokenizer=O2, text="a b c", max_tokens=1, keep=99), IA, "keep",
+          "unknown keep 99"),
+    _case("truncate-marker", "Truncate", "marker larger than max_tokens",
+          _truncate(tokenizer=O2, text="a b c d e f", max_tokens=1, keep=pb.TRUNCATE_KEEP_BOTH,
+                    marker=" [... cut ...] "), IA, "max_tokens", "alone is"),
+    _case("truncate-utf8", "Truncate", "invalid UTF-8 in the text",
+          (bad_utf8(pb.TruncateRequest(tokenizer=O2, text=PLACEHOLDER, max_tokens=1)),), IA,
+          "text", UTF8_RULE),
+    _case("truncate-garbage", "Truncate", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- Chunk ----------------------------------------------------------------------------
+    _case("chunk-unknown", "Chunk", "unknown tokenizer",
+          _chunk(tokenizer="no-such-tok", text="a", max_tokens=4), NF, "tokenizer",
+          "no tokenizer named"),
+    _case("chunk-zero", "Chunk", "max_tokens 0", _chunk(tokenizer=O2, text="a"), IA,
+          "max_tokens", "must be >= 1"),
+    _case("chunk-overlap", "Chunk", "overlap not below max_tokens",
+          _chunk(tokenizer=O2, text="a b", max_tokens=4, overlap=4), IA, "overlap",
+          "below max_tokens"),
+    _case("chunk-too-small", "Chunk", "max_tokens below one character's tokens",
+          _chunk(tokenizer=O2, text="𓀀", max_tokens=1), IA, "max_tokens", "too small"),
+    _case("chunk-text-size", "Chunk", "text over --max-text-bytes",
+          _chunk(tokenizer=O2, text="é" * 40000, max_tokens=4), RE, "text", "--max-text-bytes"),
+    _case("chunk-garbage", "Chunk", "bytes that are no protobuf message", (GARBAGE,), IA,
           "request", PROTO_RULE),
     # -- ListTokenizers / GetTokenizer ----------------------------------------------------
     _case("list-garbage", "ListTokenizers", "bytes that are no protobuf message", (GARBAGE,),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokend.client import ChatMessage, Client, RemoteError, TlsConfig, TrainJob
+from tokend.client import Client, RemoteError, TlsConfig, TrainJob
 from tokend.commands.progress import LineProgress
 from tokend.core.errors import TokendError
 
@@ -64,12 +64,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--messages",
         type=Path,
         metavar="FILE",
-        help="JSON file of chat messages [{role, content, name?}] ('-': stdin)",
+        help="JSON file of chat messages, OpenAI-style ('-': stdin); or of a whole request "
+        '{"model", "messages", "tools", "tool_choice"}',
     )
     count.add_argument(
         "--plain-text", action="store_true", help="count messages without the chat framing"
     )
-    count.add_argument("--max-tokens", type=int, metavar="N", help="also say whether it fits")
+    count.add_argument("--max-tokens", type=int, metavar="N", help="also say whether it fits "
+                       "(default budget: the model's context window)")
+    count.add_argument("--model", metavar="NAME", help="the model whose chat rule and context "
+                       "window apply (default: --tokenizer read as a model name)")
+    count.add_argument("--tools", type=Path, metavar="FILE",
+                       help="JSON file of tool definitions (an OpenAI request's 'tools')")
+    count.add_argument("--tool-choice", metavar="CHOICE",
+                       help="auto, none, required, or a function's name")
+    count.set_defaults(tokenizer=None)  # with --model, the model's own tokenizer
+
+    cut = _remote_parser(subparsers, "truncate", _truncate,
+                         "cut a text to at most N tokens on a tokend server (--target)")
+    cut.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
+    cut.add_argument("-n", "--max-tokens", type=int, required=True, metavar="N")
+    cut.add_argument("--keep", choices=["head", "tail", "both"], default="head",
+                     help="what to keep (both: the two ends around --marker)")
+    cut.add_argument("--marker", metavar="TEXT", help="between the ends with --keep both "
+                     "(default '…'; counted within the budget)")
+
+    pieces = _remote_parser(subparsers, "chunk", _chunk,
+                            "split a document into pieces of at most N tokens (--target)")
+    pieces.add_argument("file", nargs="?", type=Path, metavar="FILE",
+                        help="the document (default: stdin)")
+    pieces.add_argument("-n", "--max-tokens", type=int, required=True, metavar="N")
+    pieces.add_argument("--overlap", type=int, default=0, metavar="M",
+                        help="tokens the next piece repeats from the previous one")
 
     tokenizers = _remote_parser(
         subparsers,
@@ -239,16 +265,23 @@ def _decode(client: Client, args: argparse.Namespace) -> None:
 
 
 def _count(client: Client, args: argparse.Namespace) -> None:
-    messages: list[ChatMessage] | None = None
+    messages: list[Any] | None = None
+    request: dict[str, Any] = {}
     if args.messages is not None:
-        messages = _read_messages(args.messages)
+        request = _read_request(args.messages)
+        messages = request["messages"]
+    tools = _read_json(args.tools) if args.tools is not None else request.get("tools")
     texts = list(args.texts) if args.texts else ([] if messages else [sys.stdin.read()])
+    model = args.model or request.get("model")
     result = client.count_tokens(
-        args.tokenizer,
+        args.tokenizer or ("" if model else DEFAULT_TOKENIZER),
         texts or None,
         messages=messages,
         plain_text=args.plain_text,
         max_tokens=args.max_tokens,
+        model=model,
+        tools=tools,
+        tool_choice=args.tool_choice or request.get("tool_choice"),
     )
     if args.json:
         _print_json(dataclasses.asdict(result))
@@ -256,20 +289,63 @@ def _count(client: Client, args: argparse.Namespace) -> None:
     for text_count in result.counts:
         print(text_count)
     if messages:
-        print(f"messages: {result.messages_count}")
+        print(f"messages: {result.messages_count} ({result.chat_rule} rule"
+              f"{', tools ' + str(result.tools_count) if result.tools_count else ''}"
+              f"{', images ' + str(result.images_count) if result.images_count else ''})")
     if len(result.counts) + bool(messages) > 1:
         print(f"total: {result.total}")
-    if args.max_tokens is not None:
+    if not result.exact:
+        print(f"estimate: {result.estimate_reason}")
+    if args.max_tokens is not None or result.context_window:
+        budget = args.max_tokens if args.max_tokens is not None else result.context_window
+        what = "tokens" if args.max_tokens is not None else f"tokens ({result.model}'s window)"
         verdict = "fits" if result.fits else "does not fit"
-        print(f"{verdict} in {args.max_tokens} tokens (remaining {result.remaining})")
+        print(f"{verdict} in {budget} {what} (remaining {result.remaining})")
 
 
-def _read_messages(path: Path) -> list[ChatMessage]:
+def _read_json(path: Path) -> Any:
     text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    data = json.loads(text)
-    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
-        raise ValueError(f"{path}: expected a JSON list of {{role, content, name?}} objects")
-    return [ChatMessage(m["role"], m["content"], m.get("name")) for m in data]
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+
+
+def _read_request(path: Path) -> dict[str, Any]:
+    """A messages file: a JSON list of messages, or an object with "messages" (and "model",
+    "tools", "tool_choice") as in an OpenAI chat request."""
+    data = _read_json(path)
+    request = {"messages": data} if isinstance(data, list) else data
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise ValueError(f"{path}: expected a JSON list of {{role, content, name?}} objects, or "
+                         '{"messages": [...], "tools": [...]}')
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        request["tool_choice"] = str((choice.get("function") or choice).get("name", ""))
+    return request
+
+
+def _truncate(client: Client, args: argparse.Namespace) -> None:
+    text = args.text if args.text is not None else sys.stdin.read()
+    result = client.truncate(args.tokenizer, text, args.max_tokens, keep=args.keep,
+                             marker=args.marker)
+    if args.json:
+        _print_json(dataclasses.asdict(result))
+        return
+    sys.stdout.write(result.text + "\n")
+
+
+def _chunk(client: Client, args: argparse.Namespace) -> None:
+    text = args.file.read_text(encoding="utf-8") if args.file else sys.stdin.read()
+    pieces = client.iter_chunks(args.tokenizer, text, args.max_tokens, overlap=args.overlap)
+    for piece in pieces:
+        if args.json:  # one JSON object per line, as the server streams them
+            _print_json(dataclasses.asdict(piece))
+        else:
+            print(f"--- chunk {piece.index}: chars [{piece.start}, {piece.end}) bytes "
+                  f"[{piece.byte_start}, {piece.byte_end}) tokens {piece.count}")
+            print(piece.text)
 
 
 def _tokenizers(client: Client, args: argparse.Namespace) -> None:

@@ -62,6 +62,29 @@ DISALLOWED_SPECIAL_LISTED: DisallowedSpecial.ValueType  # 3
 """Only the tokens listed in `disallowed` are errors."""
 Global___DisallowedSpecial: _TypeAlias = DisallowedSpecial  # noqa: Y015
 
+class _TruncateKeep:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TruncateKeepEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TruncateKeep.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TRUNCATE_KEEP_UNSPECIFIED: _TruncateKeep.ValueType  # 0
+    """Keep the head."""
+    TRUNCATE_KEEP_HEAD: _TruncateKeep.ValueType  # 1
+    TRUNCATE_KEEP_TAIL: _TruncateKeep.ValueType  # 2
+    TRUNCATE_KEEP_BOTH: _TruncateKeep.ValueType  # 3
+    """Keep both ends with the marker between them (the marker counts within the budget)."""
+
+class TruncateKeep(_TruncateKeep, metaclass=_TruncateKeepEnumTypeWrapper): ...
+
+TRUNCATE_KEEP_UNSPECIFIED: TruncateKeep.ValueType  # 0
+"""Keep the head."""
+TRUNCATE_KEEP_HEAD: TruncateKeep.ValueType  # 1
+TRUNCATE_KEEP_TAIL: TruncateKeep.ValueType  # 2
+TRUNCATE_KEEP_BOTH: TruncateKeep.ValueType  # 3
+"""Keep both ends with the marker between them (the marker counts within the budget)."""
+Global___TruncateKeep: _TypeAlias = TruncateKeep  # noqa: Y015
+
 class _TrainJobState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -413,24 +436,122 @@ class ChatMessage(_message.Message):
     ROLE_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
+    PARTS_FIELD_NUMBER: _builtins.int
+    TOOL_CALLS_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     role: _builtins.str
     content: _builtins.str
     name: _builtins.str
     """Optional participant name; costs tokens of its own plus one."""
+    tool_call_id: _builtins.str
+    """A tool message: the call it answers."""
+    @_builtins.property
+    def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContentPart]:
+        """Content as parts (text and images) instead of `content`."""
+
+    @_builtins.property
+    def tool_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolCall]:
+        """An assistant message's tool calls."""
+
     def __init__(
         self,
         *,
         role: _builtins.str = ...,
         content: _builtins.str = ...,
         name: _builtins.str = ...,
+        parts: _abc.Iterable[Global___ContentPart] | None = ...,
+        tool_calls: _abc.Iterable[Global___ToolCall] | None = ...,
+        tool_call_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "name", b"name", "role", b"role"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "name", b"name", "parts", b"parts", "role", b"role", "tool_call_id", b"tool_call_id", "tool_calls", b"tool_calls"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ChatMessage: _TypeAlias = ChatMessage  # noqa: Y015
+
+@_typing.final
+class ContentPart(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    IMAGE_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    @_builtins.property
+    def image(self) -> Global___ImagePart: ...
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        image: Global___ImagePart | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "part", b"part", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "part", b"part", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_part: _TypeAlias = _typing.Literal["text", "image"]  # noqa: Y015
+    _WhichOneofArgType_part: _TypeAlias = _typing.Literal["part", b"part"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_part) -> _WhichOneofReturnType_part | None: ...
+
+Global___ContentPart: _TypeAlias = ContentPart  # noqa: Y015
+
+@_typing.final
+class ImagePart(_message.Message):
+    """An image is never fetched: its size in pixels is given."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    URL_FIELD_NUMBER: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    detail: _builtins.str
+    """"auto" (default), "low" or "high"."""
+    url: _builtins.str
+    def __init__(
+        self,
+        *,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        detail: _builtins.str = ...,
+        url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "height", b"height", "url", b"url", "width", b"width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImagePart: _TypeAlias = ImagePart  # noqa: Y015
+
+@_typing.final
+class ToolCall(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    name: _builtins.str
+    arguments: _builtins.str
+    """The arguments as the model wrote them (JSON text)."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        arguments: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "id", b"id", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolCall: _TypeAlias = ToolCall  # noqa: Y015
 
 @_typing.final
 class CountTokensRequest(_message.Message):
@@ -442,20 +563,32 @@ class CountTokensRequest(_message.Message):
     PLAIN_TEXT_FIELD_NUMBER: _builtins.int
     SPECIAL_TOKENS_FIELD_NUMBER: _builtins.int
     MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    TOOLS_JSON_FIELD_NUMBER: _builtins.int
+    TOOL_CHOICE_FIELD_NUMBER: _builtins.int
     tokenizer: _builtins.str
     plain_text: _builtins.bool
     """Count messages' fields as plain text only, without the chat framing tokens."""
     max_tokens: _builtins.int
-    """When set, the response says whether `total` fits in this many tokens."""
+    """When set, the response says whether `total` fits in this many tokens; otherwise the
+    model's context window is the budget (when the model is catalogued).
+    """
+    model: _builtins.str
+    """The model whose chat rule and context window apply (see docs/counting.md); when empty,
+    `tokenizer` is looked up as a model name. `tokenizer` may then be empty too.
+    """
+    tools_json: _builtins.str
+    """Tool definitions, as the JSON array of an OpenAI request's "tools"."""
+    tool_choice: _builtins.str
+    """"auto", "none", "required", or a function's name."""
     @_builtins.property
     def texts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Counted one by one: counts[i] is the count of texts[i]."""
 
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___ChatMessage]:
-        """Counted as one chat prompt by OpenAI's published rule for chat models:
-        3 tokens per message + the tokens of each field's value, +1 per message with a name,
-        +3 for the reply priming (<|start|>assistant<|message|>). See docs/counting.md.
+        """Counted as one chat request by the model's chat rule (OpenAI's 3/1 rule unless the model
+        says otherwise: 0301's 4/-1, harmony for gpt-oss, a chat template). See docs/counting.md.
         """
 
     @_builtins.property
@@ -471,10 +604,13 @@ class CountTokensRequest(_message.Message):
         plain_text: _builtins.bool = ...,
         special_tokens: Global___SpecialTokenPolicy | None = ...,
         max_tokens: _builtins.int | None = ...,
+        model: _builtins.str = ...,
+        tools_json: _builtins.str = ...,
+        tool_choice: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "max_tokens", b"max_tokens", "special_tokens", b"special_tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "max_tokens", b"max_tokens", "messages", b"messages", "plain_text", b"plain_text", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "max_tokens", b"max_tokens", "messages", b"messages", "model", b"model", "plain_text", b"plain_text", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer", "tool_choice", b"tool_choice", "tools_json", b"tools_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__max_tokens: _TypeAlias = _typing.Literal["max_tokens"]  # noqa: Y015
     _WhichOneofArgType__max_tokens: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens"]  # noqa: Y015
@@ -492,6 +628,14 @@ class CountTokensResponse(_message.Message):
     TOTAL_FIELD_NUMBER: _builtins.int
     FITS_FIELD_NUMBER: _builtins.int
     REMAINING_FIELD_NUMBER: _builtins.int
+    EXACT_FIELD_NUMBER: _builtins.int
+    ESTIMATE_REASON_FIELD_NUMBER: _builtins.int
+    CHAT_RULE_FIELD_NUMBER: _builtins.int
+    TOOLS_COUNT_FIELD_NUMBER: _builtins.int
+    IMAGES_COUNT_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    CONTEXT_WINDOW_FIELD_NUMBER: _builtins.int
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _builtins.int
     tokenizer: _builtins.str
     messages_count: _builtins.int
     """Tokens of `messages` (framing included unless plain_text)."""
@@ -500,7 +644,19 @@ class CountTokensResponse(_message.Message):
     fits: _builtins.bool
     """total <= max_tokens (true when max_tokens was not set)."""
     remaining: _builtins.int
-    """max_tokens - total, negative when it does not fit (0 when max_tokens was not set)."""
+    """budget - total, negative when it does not fit (0 with no budget)."""
+    exact: _builtins.bool
+    """False when the count follows an unpublished or unverified rule; estimate_reason says why."""
+    estimate_reason: _builtins.str
+    chat_rule: _builtins.str
+    """The chat rule used for messages ("openai", "openai-0301", "harmony", "template", "plain")."""
+    tools_count: _builtins.int
+    """Parts of messages_count: tool definitions and tool_choice, image parts."""
+    images_count: _builtins.int
+    model: _builtins.str
+    """The catalogued model (empty when none) and its window (0 when unknown)."""
+    context_window: _builtins.int
+    max_output_tokens: _builtins.int
     @_builtins.property
     def counts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """One per text."""
@@ -514,14 +670,206 @@ class CountTokensResponse(_message.Message):
         total: _builtins.int = ...,
         fits: _builtins.bool = ...,
         remaining: _builtins.int = ...,
+        exact: _builtins.bool = ...,
+        estimate_reason: _builtins.str = ...,
+        chat_rule: _builtins.str = ...,
+        tools_count: _builtins.int = ...,
+        images_count: _builtins.int = ...,
+        model: _builtins.str = ...,
+        context_window: _builtins.int = ...,
+        max_output_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["counts", b"counts", "fits", b"fits", "messages_count", b"messages_count", "remaining", b"remaining", "tokenizer", b"tokenizer", "total", b"total"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chat_rule", b"chat_rule", "context_window", b"context_window", "counts", b"counts", "estimate_reason", b"estimate_reason", "exact", b"exact", "fits", b"fits", "images_count", b"images_count", "max_output_tokens", b"max_output_tokens", "messages_count", b"messages_count", "model", b"model", "remaining", b"remaining", "tokenizer", b"tokenizer", "tools_count", b"tools_count", "total", b"total"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CountTokensResponse: _TypeAlias = CountTokensResponse  # noqa: Y015
+
+@_typing.final
+class TruncateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    KEEP_FIELD_NUMBER: _builtins.int
+    MARKER_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    text: _builtins.str
+    max_tokens: _builtins.int
+    keep: Global___TruncateKeep.ValueType
+    marker: _builtins.str
+    """Default "…"."""
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        text: _builtins.str = ...,
+        max_tokens: _builtins.int = ...,
+        keep: Global___TruncateKeep.ValueType = ...,
+        marker: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_marker", b"_marker", "marker", b"marker"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_marker", b"_marker", "keep", b"keep", "marker", b"marker", "max_tokens", b"max_tokens", "text", b"text", "tokenizer", b"tokenizer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__marker: _TypeAlias = _typing.Literal["marker"]  # noqa: Y015
+    _WhichOneofArgType__marker: _TypeAlias = _typing.Literal["_marker", b"_marker"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__marker) -> _WhichOneofReturnType__marker | None: ...
+
+Global___TruncateRequest: _TypeAlias = TruncateRequest  # noqa: Y015
+
+@_typing.final
+class TruncateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    IDS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    HEAD_CHARS_FIELD_NUMBER: _builtins.int
+    TAIL_CHARS_FIELD_NUMBER: _builtins.int
+    EXACT_FIELD_NUMBER: _builtins.int
+    ESTIMATE_REASON_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    text: _builtins.str
+    """At most max_tokens tokens, counted as plain text; one more character would not fit."""
+    count: _builtins.int
+    truncated: _builtins.bool
+    """False when the whole text fitted."""
+    head_chars: _builtins.int
+    """Characters kept from the start and from the end of the text."""
+    tail_chars: _builtins.int
+    exact: _builtins.bool
+    estimate_reason: _builtins.str
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        text: _builtins.str = ...,
+        ids: _abc.Iterable[_builtins.int] | None = ...,
+        count: _builtins.int = ...,
+        truncated: _builtins.bool = ...,
+        head_chars: _builtins.int = ...,
+        tail_chars: _builtins.int = ...,
+        exact: _builtins.bool = ...,
+        estimate_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "estimate_reason", b"estimate_reason", "exact", b"exact", "head_chars", b"head_chars", "ids", b"ids", "tail_chars", b"tail_chars", "text", b"text", "tokenizer", b"tokenizer", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TruncateResponse: _TypeAlias = TruncateResponse  # noqa: Y015
+
+@_typing.final
+class ChunkRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    OVERLAP_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    text: _builtins.str
+    max_tokens: _builtins.int
+    overlap: _builtins.int
+    """Tokens the next piece repeats from the end of the previous one (at most)."""
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        text: _builtins.str = ...,
+        max_tokens: _builtins.int = ...,
+        overlap: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_tokens", b"max_tokens", "overlap", b"overlap", "text", b"text", "tokenizer", b"tokenizer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChunkRequest: _TypeAlias = ChunkRequest  # noqa: Y015
+
+@_typing.final
+class TextChunk(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    BYTE_START_FIELD_NUMBER: _builtins.int
+    BYTE_END_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    EXACT_FIELD_NUMBER: _builtins.int
+    ESTIMATE_REASON_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    text: _builtins.str
+    start: _builtins.int
+    """Character offsets [start, end) and UTF-8 byte offsets into the request's text."""
+    end: _builtins.int
+    byte_start: _builtins.int
+    byte_end: _builtins.int
+    count: _builtins.int
+    """The tokens of this piece encoded alone."""
+    exact: _builtins.bool
+    estimate_reason: _builtins.str
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        text: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+        byte_start: _builtins.int = ...,
+        byte_end: _builtins.int = ...,
+        count: _builtins.int = ...,
+        exact: _builtins.bool = ...,
+        estimate_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["byte_end", b"byte_end", "byte_start", b"byte_start", "count", b"count", "end", b"end", "estimate_reason", b"estimate_reason", "exact", b"exact", "index", b"index", "start", b"start", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextChunk: _TypeAlias = TextChunk  # noqa: Y015
+
+@_typing.final
+class ChunkResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    done: _builtins.bool
+    """Set on the last message."""
+    @_builtins.property
+    def chunks(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextChunk]:
+        """The next pieces, in order."""
+
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        chunks: _abc.Iterable[Global___TextChunk] | None = ...,
+        done: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "done", b"done", "tokenizer", b"tokenizer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChunkResponse: _TypeAlias = ChunkResponse  # noqa: Y015
 
 @_typing.final
 class ListTokenizersRequest(_message.Message):

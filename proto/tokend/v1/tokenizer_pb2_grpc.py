@@ -54,6 +54,16 @@ class TokenizerServiceStub:
                 request_serializer=tokend_dot_v1_dot_tokenizer__pb2.CountTokensRequest.SerializeToString,
                 response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.CountTokensResponse.FromString,
                 _registered_method=True)
+        self.Truncate = channel.unary_unary(
+                '/tokend.v1.TokenizerService/Truncate',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.TruncateRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.TruncateResponse.FromString,
+                _registered_method=True)
+        self.Chunk = channel.unary_stream(
+                '/tokend.v1.TokenizerService/Chunk',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.ChunkRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ChunkResponse.FromString,
+                _registered_method=True)
         self.ListTokenizers = channel.unary_unary(
                 '/tokend.v1.TokenizerService/ListTokenizers',
                 request_serializer=tokend_dot_v1_dot_tokenizer__pb2.ListTokenizersRequest.SerializeToString,
@@ -118,6 +128,20 @@ class TokenizerServiceServicer:
 
     def CountTokens(self, request, context):
         """Count tokens of texts and/or chat messages without returning the ids.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Truncate(self, request, context):
+        """Cut a text to at most max_tokens tokens (head, tail, or both ends around a marker).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Chunk(self, request, context):
+        """Split a document into pieces of at most max_tokens tokens, streamed as they are cut.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +217,16 @@ def add_TokenizerServiceServicer_to_server(servicer, server):
                     servicer.CountTokens,
                     request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.CountTokensRequest.FromString,
                     response_serializer=tokend_dot_v1_dot_tokenizer__pb2.CountTokensResponse.SerializeToString,
+            ),
+            'Truncate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Truncate,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.TruncateRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.TruncateResponse.SerializeToString,
+            ),
+            'Chunk': grpc.unary_stream_rpc_method_handler(
+                    servicer.Chunk,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ChunkRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.ChunkResponse.SerializeToString,
             ),
             'ListTokenizers': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTokenizers,
@@ -338,6 +372,60 @@ class TokenizerService:
             '/tokend.v1.TokenizerService/CountTokens',
             tokend_dot_v1_dot_tokenizer__pb2.CountTokensRequest.SerializeToString,
             tokend_dot_v1_dot_tokenizer__pb2.CountTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Truncate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Truncate',
+            tokend_dot_v1_dot_tokenizer__pb2.TruncateRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.TruncateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Chunk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Chunk',
+            tokend_dot_v1_dot_tokenizer__pb2.ChunkRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.ChunkResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,10 @@ class TokenizerServiceStub:
     """Decode token ids to text (invalid UTF-8 replaced) and to the exact bytes."""
     CountTokens: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.CountTokensRequest, _tokenizer_pb2.CountTokensResponse]
     """Count tokens of texts and/or chat messages without returning the ids."""
+    Truncate: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.TruncateRequest, _tokenizer_pb2.TruncateResponse]
+    """Cut a text to at most max_tokens tokens (head, tail, or both ends around a marker)."""
+    Chunk: _grpc.UnaryStreamMultiCallable[_tokenizer_pb2.ChunkRequest, _tokenizer_pb2.ChunkResponse]
+    """Split a document into pieces of at most max_tokens tokens, streamed as they are cut."""
     ListTokenizers: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.ListTokenizersRequest, _tokenizer_pb2.ListTokenizersResponse]
     """List every tokenizer the registry serves (built-ins and trained ones)."""
     GetTokenizer: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.GetTokenizerRequest, _tokenizer_pb2.GetTokenizerResponse]
@@ -78,6 +82,10 @@ class TokenizerServiceAsyncStub(TokenizerServiceStub):
     """Decode token ids to text (invalid UTF-8 replaced) and to the exact bytes."""
     CountTokens: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.CountTokensRequest, _tokenizer_pb2.CountTokensResponse]  # type: ignore[assignment]
     """Count tokens of texts and/or chat messages without returning the ids."""
+    Truncate: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.TruncateRequest, _tokenizer_pb2.TruncateResponse]  # type: ignore[assignment]
+    """Cut a text to at most max_tokens tokens (head, tail, or both ends around a marker)."""
+    Chunk: _aio.UnaryStreamMultiCallable[_tokenizer_pb2.ChunkRequest, _tokenizer_pb2.ChunkResponse]  # type: ignore[assignment]
+    """Split a document into pieces of at most max_tokens tokens, streamed as they are cut."""
     ListTokenizers: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.ListTokenizersRequest, _tokenizer_pb2.ListTokenizersResponse]  # type: ignore[assignment]
     """List every tokenizer the registry serves (built-ins and trained ones)."""
     GetTokenizer: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.GetTokenizerRequest, _tokenizer_pb2.GetTokenizerResponse]  # type: ignore[assignment]
@@ -127,6 +135,22 @@ class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_tokenizer_pb2.CountTokensResponse, _abc.Awaitable[_tokenizer_pb2.CountTokensResponse]]:
         """Count tokens of texts and/or chat messages without returning the ids."""
+
+    @_abc_1.abstractmethod
+    def Truncate(
+        self,
+        request: _tokenizer_pb2.TruncateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tokenizer_pb2.TruncateResponse, _abc.Awaitable[_tokenizer_pb2.TruncateResponse]]:
+        """Cut a text to at most max_tokens tokens (head, tail, or both ends around a marker)."""
+
+    @_abc_1.abstractmethod
+    def Chunk(
+        self,
+        request: _tokenizer_pb2.ChunkRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_tokenizer_pb2.ChunkResponse], _abc.AsyncIterator[_tokenizer_pb2.ChunkResponse]]:
+        """Split a document into pieces of at most max_tokens tokens, streamed as they are cut."""
 
     @_abc_1.abstractmethod
     def ListTokenizers(

@@ -1,0 +1,116 @@
+"""CountTokens with models, tools and images; Truncate and Chunk — through a real server.
+
+The expected values come from tokend.core.counting (proven against published figures and
+transformers in tests/core/counting) and from tiktoken for ids.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+import pytest
+
+from tokend.core.counting import chunk, count_chat, truncate
+from tokend.v1 import tokenizer_pb2 as pb
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Get the weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+MESSAGES = [
+    {"role": "system", "content": "You are helpful."},
+    {"role": "user", "content": "Weather in Paris? <|endoftext|>", "name": "ann"},
+]
+
+
+def chat_request(**kwargs: Any) -> pb.CountTokensRequest:
+    return pb.CountTokensRequest(messages=[pb.ChatMessage(**m) for m in MESSAGES], **kwargs)
+
+
+class TestCountTokensChat:
+    def test_model_rule_window_and_exactness(self, inproc: Any) -> None:
+        """gpt-3.5-turbo-0301 by its 4/-1 rule; no max_tokens: the model's window is the budget."""
+        response = inproc.stub.CountTokens(chat_request(model="gpt-3.5-turbo-0301"))
+        expected = count_chat(MESSAGES, model="gpt-3.5-turbo-0301")
+        assert response.messages_count == response.total == expected.total
+        assert response.tokenizer == "cl100k_base" and response.chat_rule == "openai-0301"
+        assert response.exact and response.estimate_reason == ""
+        assert response.context_window == 4097 and response.fits
+        assert response.remaining == 4097 - expected.total
+
+    def test_tools_and_tool_choice_make_an_estimate(self, inproc: Any) -> None:
+        request = chat_request(tokenizer="gpt-4o", tools_json=json.dumps(TOOLS),
+                               tool_choice="get_weather")
+        response = inproc.stub.CountTokens(request)
+        choice = {"type": "function", "function": {"name": "get_weather"}}
+        expected = count_chat(MESSAGES, model="gpt-4o", tools=TOOLS, tool_choice=choice)
+        assert response.total == expected.total and response.tools_count == expected.tools > 0
+        assert not response.exact and "community" in response.estimate_reason
+
+    def test_image_parts(self, inproc: Any) -> None:
+        image = pb.ImagePart(width=1024, height=1024, detail="high", url="https://x/y.png")
+        message = pb.ChatMessage(role="user", parts=[pb.ContentPart(text="what is it?"),
+                                                     pb.ContentPart(image=image)])
+        response = inproc.stub.CountTokens(pb.CountTokensRequest(model="gpt-4o",
+                                                                 messages=[message]))
+        assert response.images_count == 765
+        assert not response.exact
+
+    def test_gpt_oss_counts_by_harmony(self, inproc: Any) -> None:
+        response = inproc.stub.CountTokens(chat_request(model="gpt-oss-20b"))
+        assert response.chat_rule == "harmony" and response.tokenizer == "o200k_harmony"
+        assert response.total == count_chat(MESSAGES, model="gpt-oss-20b").total
+
+    def test_bad_tools_json_names_the_field(self, inproc: Any) -> None:
+        with pytest.raises(grpc.RpcError) as info:
+            inproc.stub.CountTokens(chat_request(model="gpt-4o", tools_json="{nope"))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "tools_json" in info.value.details()
+
+    def test_unknown_model_is_not_found(self, inproc: Any) -> None:
+        with pytest.raises(grpc.RpcError) as info:
+            inproc.stub.CountTokens(chat_request(model="no-such-model"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+class TestTruncateAndChunk:
+    TEXT = "The quick brown fox jumps over the lazy dog. " * 40
+
+    @pytest.mark.parametrize(("keep", "name"), [(pb.TRUNCATE_KEEP_HEAD, "head"),
+                                                 (pb.TRUNCATE_KEEP_TAIL, "tail"),
+                                                 (pb.TRUNCATE_KEEP_BOTH, "both")])
+    def test_truncate_equals_core(self, inproc: Any, tiktoken_ref: Any, keep: int,
+                                  name: str) -> None:
+        response = inproc.stub.Truncate(pb.TruncateRequest(
+            tokenizer="cl100k_base", text=self.TEXT, max_tokens=25, keep=keep))
+        expected = truncate("cl100k_base", self.TEXT, 25, keep=name)  # type: ignore[arg-type]
+        assert response.text == expected.text and response.truncated
+        assert list(response.ids) == tiktoken_ref("cl100k_base").encode_ordinary(expected.text)
+        assert response.count == len(response.ids) <= 25
+
+    def test_truncate_marker_larger_than_budget(self, inproc: Any) -> None:
+        with pytest.raises(grpc.RpcError) as info:
+            inproc.stub.Truncate(pb.TruncateRequest(
+                tokenizer="o200k_base", text=self.TEXT, max_tokens=2,
+                keep=pb.TRUNCATE_KEEP_BOTH, marker=" [... cut ...] "))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "marker" in info.value.details()
+
+    def test_chunk_streams_the_core_pieces(self, inproc: Any) -> None:
+        text = ("Paragraph one. " * 30 + "\n\n") * 10
+        responses = list(inproc.stub.Chunk(pb.ChunkRequest(
+            tokenizer="o200k_base", text=text, max_tokens=12, overlap=3)))
+        assert responses[-1].done and not any(r.done for r in responses[:-1])
+        got = [c for r in responses for c in r.chunks]
+        expected = chunk("o200k_base", text, 12, overlap=3)
+        assert len(responses) > 1  # more pieces than fit in one message
+        assert [(c.text, c.start, c.end, c.byte_start, c.byte_end, c.count) for c in got] == [
+            (c.text, c.start, c.end, c.byte_start, c.byte_end, c.count) for c in expected]
+
+    def test_chunk_bad_overlap(self, inproc: Any) -> None:
+        with pytest.raises(grpc.RpcError) as info:
+            list(inproc.stub.Chunk(pb.ChunkRequest(tokenizer="o200k_base", text="abc",
+                                                   max_tokens=4, overlap=4)))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
