@@ -774,14 +774,9 @@ cdef class CompiledEngine:
 
     # ------------------------------------------------------------------------ internals
 
-    cdef object _to_list(self, const int32_t* ids, Py_ssize_t count):
+    cdef list _to_list(self, const int32_t* ids, Py_ssize_t count):
         cdef list out = PyList_New(count)
-        cdef PyObject* item
-        cdef Py_ssize_t i
-        for i in range(count):
-            item = PyList_GET_ITEM(self.ints, ids[i])
-            Py_INCREF(<object>item)
-            PyList_SET_ITEM(out, i, <object>item)
+        self._fill(out, 0, ids, count)
         return out
 
     cdef object _run(self, str text, bint want_list):
@@ -877,6 +872,7 @@ cdef class CompiledEngine:
             free(misses)
 
     cdef void _fill(self, list out, Py_ssize_t at, const int32_t* ids, Py_ssize_t count):
+        """Put the int objects of ``ids`` into ``out[at:at + count]`` (a new list's slots)."""
         cdef PyObject* item
         cdef Py_ssize_t i
         for i in range(count):
