@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tiktoken_reference import reference
 
 from tokend.core import Encoding, get_encoding
+from tokend.core.engine import EngineName, default_engine
 
 # Every test here runs once per engine (compiled, python): see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("each_engine")
@@ -18,9 +19,14 @@ pytestmark = pytest.mark.usefixtures("each_engine")
 NAMES = ("o200k_base", "cl100k_base", "r50k_base", "p50k_base")
 
 
-@functools.cache
 def small_cache(name: str) -> Encoding:
-    """A copy with a tiny cache, so eviction and re-insertion happen during the tests."""
+    """A copy with a tiny cache, so eviction and re-insertion happen during the tests (one
+    per engine: the ``each_engine`` fixture switches the default)."""
+    return _small_cache(name, default_engine())
+
+
+@functools.cache
+def _small_cache(name: str, engine: EngineName) -> Encoding:
     base = get_encoding(name)
     return Encoding(
         f"{name}-small",
@@ -28,6 +34,7 @@ def small_cache(name: str) -> Encoding:
         mergeable_ranks=base.mergeable_ranks,
         special_tokens=base.special_tokens,
         cache_entries=64,
+        engine=engine,
     )
 
 
@@ -118,3 +125,44 @@ class TestStreaming:
         chunks = [text[a:b] for a, b in pairwise(bounds)]
         expected = reference("cl100k_base").encode_ordinary(text)
         assert list(enc.encode_iterable(chunks, disallowed_special=())) == expected
+
+
+@functools.cache
+def _trained(pattern: str) -> tuple[dict[bytes, int], str]:
+    """Ranks and pattern of a small tokenizer trained on the test corpus (shared by engines)."""
+    from pathlib import Path
+
+    from tokend.core import train_bpe
+
+    corpus = Path(__file__).resolve().parent.parent / "fixtures" / "corpora" / "corpus.en"
+    result = train_bpe(corpus, 700, ["<|endoftext|>"], pattern=pattern, workers=1)
+    return result.mergeable_ranks(), result.pattern
+
+
+class TestTrainedTokenizers:
+    """Tokenizers the tests train encode arbitrary Unicode like tiktoken built from the same
+    ranks and pattern; with a custom pattern (regex over the whole text, no blocks), both
+    engines agree (tiktoken's regex knows older Unicode than the ``regex`` module there)."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(text=any_text, pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]))
+    def test_same_ids_as_tiktoken(self, text: str, pattern: str) -> None:
+        import tiktoken
+
+        ranks, pat_str = _trained(pattern)
+        ours = Encoding("trained", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+        ref = tiktoken.Encoding(
+            "trained", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={}
+        )
+        assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
+        assert ours.count(text, disallowed_special=()) == len(ref.encode_ordinary(text))
+
+    @settings(max_examples=100, deadline=None)
+    @given(text=any_text)
+    def test_custom_pattern_engines_agree(self, text: str) -> None:
+        ranks, pat_str = _trained(r"\w+|\s+|[^\w\s]+")
+        encodings = [
+            Encoding("t", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={}, engine=name)
+            for name in ("compiled", "python")
+        ]
+        assert encodings[0].encode_ordinary(text) == encodings[1].encode_ordinary(text)
