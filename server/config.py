@@ -51,8 +51,9 @@ class ServerConfig:
     max_ids: int = 4 * MiB  # ids in one Decode request or one Encode response
     max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
     max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
-    # Chunk + pretoken cache entries per loaded encoding (built-ins included): the library's
-    # default, sized for a 5 MB book (core/cache.py).
+    # Cache budget per loaded encoding (built-ins included), in the Python engine's unit of
+    # one chunk: the compiled engine holds cache_entries / 8 blocks in 64 bytes per unit
+    # (16 MiB at the default); see tokend.core.engine.
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     admin_token: str | None = None
     tls_cert: Path | None = None
@@ -130,7 +131,7 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("max_ids", "TOKEND_MAX_IDS", int, "most ids in one Decode request or Encode response"),
     ("max_stream_bytes", "TOKEND_MAX_STREAM_BYTES", int, "most text in one EncodeStream"),
     ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
-    ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "chunk + pretoken cache entries per encoding"),
+    ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "cache budget per encoding (chunks)"),
     ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
     ("tls_cert", "TOKEND_TLS_CERT", Path, "PEM server certificate (enables TLS)"),
     ("tls_key", "TOKEND_TLS_KEY", Path, "PEM server private key"),
