@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import regex
 
 from tokend.core.counting.fit import Counter, fit_prefix, fit_suffix
-from tokend.core.counting.prompt import count_plain
+from tokend.core.counting.prompt import count_plain, resolve_encoding
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
 
@@ -57,8 +57,6 @@ def iter_chunks(
     encoding: Encoding | str, text: str, max_tokens: int, *, overlap: int = 0
 ) -> Iterator[Chunk]:
     """The pieces one at a time (a server streams them as they are cut)."""
-    from tokend.core.counting.chat import resolve_encoding  # noqa: PLC0415 - avoids a cycle
-
     enc = resolve_encoding(encoding)
     if max_tokens < 1:
         raise InvalidInput(f"max_tokens must be >= 1, not {max_tokens}")

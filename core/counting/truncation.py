@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokend.core.counting.fit import fit_prefix, fit_suffix, search_max
-from tokend.core.counting.prompt import count_plain
+from tokend.core.counting.prompt import count_plain, resolve_encoding
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
 
@@ -53,8 +53,6 @@ def truncate(
     marker: str = "…",
 ) -> TruncateResult:
     """``text`` cut to at most ``max_tokens`` tokens (see the module docstring)."""
-    from tokend.core.counting.chat import resolve_encoding  # noqa: PLC0415 - avoids a cycle
-
     enc = resolve_encoding(encoding)
     if keep not in KEEPS:
         raise InvalidInput(f"keep must be one of {', '.join(KEEPS)}, not {str(keep)[:20]!r}")
