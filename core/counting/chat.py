@@ -24,7 +24,7 @@ from tokend.core.builtins import encoding_name_for_model, get_encoding
 from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
 from tokend.core.counting.harmony import DEFAULT_EFFORT, harmony_prompt
 from tokend.core.counting.images import DEFAULT_RULE, image_tokens
-from tokend.core.counting.prompt import NO_SPECIAL
+from tokend.core.counting.prompt import NO_SPECIAL, resolve_encoding
 from tokend.core.counting.templates import render_chat_template
 from tokend.core.counting.tools import (
     SYSTEM_MESSAGE_DISCOUNT,
@@ -76,11 +76,6 @@ def budget_fit(total: int, max_tokens: int | None, context_window: int | None) -
     if budget is None:
         return True, 0
     return total <= budget, budget - total
-
-
-def resolve_encoding(encoding: Encoding | str) -> Encoding:
-    """An Encoding, or a built-in encoding's name resolved as ``get_encoding`` does."""
-    return encoding if isinstance(encoding, Encoding) else get_encoding(encoding)
 
 
 def count_chat(
@@ -381,13 +376,12 @@ def _flatten(message: Message, index: int, reasons: list[str]) -> Message:
     return {**message, "content": "".join(texts)}
 
 
-def _strings(value: Any, tools: Any = None) -> Iterator[str]:
-    for item in (value, tools):
+def _strings(*values: Any) -> Iterator[str]:
+    """Every string inside ``values`` (nested dicts and lists), in order."""
+    for item in values:
         if isinstance(item, str):
             yield item
         elif isinstance(item, Mapping):
-            for v in item.values():
-                yield from _strings(v)
+            yield from _strings(*item.values())
         elif isinstance(item, Sequence):
-            for v in item:
-                yield from _strings(v)
+            yield from _strings(*item)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import regex
 
 from tokend.core.counting.fit import Counter, fit_prefix, fit_suffix
-from tokend.core.counting.prompt import count_plain
+from tokend.core.counting.prompt import count_plain, resolve_encoding
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
 
@@ -57,8 +57,6 @@ def iter_chunks(
     encoding: Encoding | str, text: str, max_tokens: int, *, overlap: int = 0
 ) -> Iterator[Chunk]:
     """The pieces one at a time (a server streams them as they are cut)."""
-    from tokend.core.counting.chat import resolve_encoding  # noqa: PLC0415 - avoids a cycle
-
     enc = resolve_encoding(encoding)
     if max_tokens < 1:
         raise InvalidInput(f"max_tokens must be >= 1, not {max_tokens}")
@@ -72,8 +70,10 @@ def iter_chunks(
     start = 0
     byte_start = 0
     index = 0
+    chars_per_token = float(GUESS_CHARS_PER_TOKEN)
     while start < n:
-        guess = min(n, start + max_tokens * GUESS_CHARS_PER_TOKEN)
+        # Guess where the budget ends from the previous piece's density, then search.
+        guess = min(n, start + max(1, int(max_tokens * chars_per_token)))
         limit = fit_prefix(count, text, start, max_tokens, guess)
         if limit == start:
             raise InvalidInput(
@@ -83,8 +83,11 @@ def iter_chunks(
         end = limit if limit == n else _boundary(count, text, start, limit, max_tokens)
         piece = text[start:end]
         byte_end = byte_start + _utf8_len(piece)
-        yield Chunk(index, piece, start, end, byte_start, byte_end, count(piece))
+        tokens = count(piece)
+        yield Chunk(index, piece, start, end, byte_start, byte_end, tokens)
         index += 1
+        if tokens and limit > start:
+            chars_per_token = (limit - start) / max(tokens, 1)
         if end == n:
             return
         next_start = end

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 Counter = Callable[[str], int]
+# The first gallop step (characters) away from a guess; it doubles at every step.
+FIRST_STEP = 8
 
 
 def search_max(fits: Callable[[int], bool], low: int, high: int, guess: int) -> int:
@@ -24,7 +26,7 @@ def search_max(fits: Callable[[int], bool], low: int, high: int, guess: int) -> 
     guess = min(max(guess, low + 1), high) if high > low else low
     if high == low:
         return low
-    step = max(1, (guess - low) // 16)
+    step = max(1, min(FIRST_STEP, (guess - low) // 16))  # guesses are usually close
     if fits(guess):
         lo = guess
         while True:  # gallop outward until something does not fit

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tokend.core.builtins import get_encoding
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
 
 NO_SPECIAL: frozenset[str] = frozenset()
+
+
+def resolve_encoding(encoding: Encoding | str) -> Encoding:
+    """An Encoding, or a built-in encoding's name resolved as ``get_encoding`` does."""
+    return encoding if isinstance(encoding, Encoding) else get_encoding(encoding)
 
 
 def count_plain(enc: Encoding, text: str) -> int:

@@ -20,11 +20,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokend.core.counting.fit import fit_prefix, fit_suffix, search_max
-from tokend.core.counting.prompt import count_plain
+from tokend.core.counting.prompt import count_plain, resolve_encoding
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
 
 Keep = Literal["head", "tail", "both"]
+# A long text is first looked at through windows of this many characters per budget token at
+# each end; when each holds over max_tokens + WINDOW_MARGIN tokens, the whole text cannot fit.
+WINDOW_CHARS_PER_TOKEN = 8
+WINDOW_MARGIN = 8
 KEEPS = ("head", "tail", "both")
 
 
@@ -53,26 +57,28 @@ def truncate(
     marker: str = "…",
 ) -> TruncateResult:
     """``text`` cut to at most ``max_tokens`` tokens (see the module docstring)."""
-    from tokend.core.counting.chat import resolve_encoding  # noqa: PLC0415 - avoids a cycle
-
     enc = resolve_encoding(encoding)
     if keep not in KEEPS:
         raise InvalidInput(f"keep must be one of {', '.join(KEEPS)}, not {str(keep)[:20]!r}")
     if max_tokens < 0:
         raise InvalidInput(f"max_tokens must be >= 0, not {max_tokens}")
-    ids = enc.encode_ordinary(text)
-    if len(ids) <= max_tokens:
-        return TruncateResult(text, ids, len(ids), False, len(text), 0)
+    head_ids, tail_ids = _end_ids(enc, text, max_tokens)
+    if head_ids is None or tail_ids is None:
+        ids = enc.encode_ordinary(text)
+        if len(ids) <= max_tokens:
+            return TruncateResult(text, ids, len(ids), False, len(text), 0)
+        head_ids = tail_ids = ids
 
     def count(piece: str) -> int:
         return count_plain(enc, piece)
 
     n = len(text)
     if keep == "head":
-        end = fit_prefix(count, text, 0, max_tokens, _chars_of(enc, ids[:max_tokens]))
+        end = fit_prefix(count, text, 0, max_tokens, _chars_of(enc, head_ids[:max_tokens]))
         return _result(enc, text[:end], end, 0)
     if keep == "tail":
-        start = fit_suffix(count, text, n, max_tokens, n - _chars_of(enc, ids[-max_tokens:]))
+        start = fit_suffix(count, text, n, max_tokens,
+                           n - _chars_of(enc, tail_ids[-max_tokens:]))
         return _result(enc, text[start:], 0, n - start)
     marker_tokens = count(marker)
     if marker_tokens > max_tokens:
@@ -84,8 +90,9 @@ def truncate(
     tail_budget = room // 2
     start = n
     if tail_budget:
-        start = fit_suffix(count, text, n, tail_budget, n - _chars_of(enc, ids[-tail_budget:]))
-    head_guess = _chars_of(enc, ids[: room - tail_budget])
+        start = fit_suffix(count, text, n, tail_budget,
+                           n - _chars_of(enc, tail_ids[-tail_budget:]))
+    head_guess = _chars_of(enc, head_ids[: room - tail_budget])
 
     def joined_fits(a: int, b: int) -> bool:
         return count(text[:a] + marker + text[b:]) <= max_tokens
@@ -112,6 +119,22 @@ def truncate(
         if not moved:
             break
     return _result(enc, text[:end] + marker + text[start:], end, n - start)
+
+
+def _end_ids(
+    enc: Encoding, text: str, max_tokens: int
+) -> tuple[list[int], list[int]] | tuple[None, None]:
+    """Ids of a window at each end of a long text, each well over ``max_tokens`` tokens, so the
+    cut's guess costs the budget, not the text; (None, None) for a short or sparse text
+    (then the whole text is encoded)."""
+    window = WINDOW_CHARS_PER_TOKEN * max_tokens + 256
+    if len(text) <= 2 * window:
+        return None, None
+    head = enc.encode_ordinary(text[:window])
+    tail = enc.encode_ordinary(text[-window:])
+    if min(len(head), len(tail)) <= max_tokens + WINDOW_MARGIN:
+        return None, None
+    return head, tail
 
 
 def _chars_of(enc: Encoding, ids: list[int]) -> int:

@@ -7,6 +7,7 @@ transformers in tests/core/counting) and from tiktoken for ids.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import grpc
@@ -114,3 +115,42 @@ class TestTruncateAndChunk:
             list(inproc.stub.Chunk(pb.ChunkRequest(tokenizer="o200k_base", text="abc",
                                                    max_tokens=4, overlap=4)))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+class TestRegistryModels:
+    TEMPLATE = ("{% for m in messages %}{{ bos_token }}{{ m.role }}: {{ m.content | trim }}\n"
+                "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
+
+    def test_models_json_is_served_and_reloaded(self, fresh_server: Any) -> None:
+        """A registry's models.json adds a template model; an edit is picked up, no restart."""
+        server = fresh_server()
+        path = server.config.registry / "models.json"
+        entry = {"tokenizer": "r50k_base", "context_window": 100, "max_output_tokens": 10,
+                 "chat_rule": "template", "chat_template": self.TEMPLATE,
+                 "special_tokens_map": {"bos_token": "<|endoftext|>"}}
+        path.write_text(json.dumps({"format": "tokend-models", "version": 1,
+                                    "models": {"tiny-chat": entry}}))
+        request = pb.CountTokensRequest(model="tiny-chat", messages=[
+            pb.ChatMessage(role="user", content="  hello there  ")])
+        deadline = time.monotonic() + 10
+        while True:  # the catalogue looks at the file at most once a second
+            try:
+                response = server.stub.CountTokens(request)
+                break
+            except grpc.RpcError:
+                assert time.monotonic() < deadline, "models.json was not picked up"
+                time.sleep(0.2)
+        from tokend.core import get_encoding
+
+        prompt = "<|endoftext|>user: hello there\nassistant:"
+        expected = len(get_encoding("r50k_base").encode(prompt, allowed_special="all"))
+        assert response.total == expected and response.chat_rule == "template"
+        assert response.exact and response.tokenizer == "r50k_base"
+        assert (response.context_window, response.remaining) == (100, 100 - expected)
+        entry["context_window"] = 50
+        path.write_text(json.dumps({"format": "tokend-models", "version": 1,
+                                    "models": {"tiny-chat": entry}}))
+        deadline = time.monotonic() + 10
+        while server.stub.CountTokens(request).context_window != 50:
+            assert time.monotonic() < deadline, "the edit was not picked up"
+            time.sleep(0.2)

@@ -140,13 +140,20 @@ class TestChunkBoundaries:
 
 
 class TestTruncateExamples:
-    def test_long_document_head_and_tail(self) -> None:
-        """On a real document the cut is close to the budget and maximal."""
+    def test_long_document_head_tail_both(self) -> None:
+        """On a long document (the ends are looked at through windows) the cut is maximal."""
         import gzip
 
         text = gzip.decompress((FIXTURES / "corpora" / "shakespeare.txt.gz").read_bytes()).decode()
         text = text[:200_000]
         enc = get_encoding("o200k_base")
-        for keep in ("head", "tail", "both"):
-            result = truncate(enc, text, 1000, keep=keep)  # type: ignore[arg-type]
-            assert 990 <= result.count <= 1000
+        n = len(text)
+        head = truncate(enc, text, 1000, keep="head")
+        assert head.count <= 1000 < plain(enc, text[: head.head_chars + 1])
+        tail = truncate(enc, text, 1000, keep="tail")
+        assert tail.count <= 1000 < plain(enc, text[n - tail.tail_chars - 1:])
+        both = truncate(enc, text, 1000, keep="both")
+        a, b = both.head_chars, both.tail_chars
+        assert both.count <= 1000
+        assert plain(enc, text[: a + 1] + "…" + text[n - b:]) > 1000
+        assert plain(enc, text[:a] + "…" + text[n - b - 1:]) > 1000
