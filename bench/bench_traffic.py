@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import tiktoken
-from bench_encode import build_mixed, load_shakespeare  # bench/ is the script's directory
+from texts import build_mixed, load_shakespeare  # bench/ is the script's directory
 from tiktoken_offline import load_tiktoken
 from tokenizers import Tokenizer
 
@@ -205,8 +205,10 @@ def rss_kb():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
 sys.path.insert(0, {bench!r})
-lib, name = sys.argv[1], sys.argv[2]
+lib, name, fill = sys.argv[1], sys.argv[2], sys.argv[3] == "fill"
 text = open({corpus!r}, encoding="utf-8").read()
+if not fill:
+    text = text[:1_000_000]
 import tiktoken, tokend.core.encoding  # the libraries' code is not the encoding's memory
 base = rss_kb()
 if lib == "tiktoken":
@@ -222,24 +224,33 @@ print(rss_kb() - base)
 
 
 def rss(name: str, text: str, tmp: Path) -> None:
-    """RSS a loaded encoding adds (fresh interpreter each), after encoding 1 MB twice."""
+    """RSS a loaded encoding adds (fresh interpreter each), after encoding 1 MB twice, and
+    after the whole corpus twice (more than the default cache holds: the cache is full)."""
     corpus = tmp / "rss.txt"
-    corpus.write_text(text[:1_000_000], encoding="utf-8")
+    corpus.write_text(text, encoding="utf-8")
     code = RSS_PROBE.format(bench=str(Path(__file__).parent), corpus=str(corpus))
     print(f"\n### {name}: RSS added by one loaded encoding, default cache (MB)\n")
-    print("| library | MB | x tiktoken |")
-    print("|---|---:|---:|")
+    print("| library | after 1 MB | x tiktoken | cache full | x tiktoken |")
+    print("|---|---:|---:|---:|---:|")
     rows = []
     for lib in ["tiktoken", "compiled", "python"]:
         if lib == "compiled" and not COMPILED_AVAILABLE:
             continue
-        out = subprocess.run(
-            [sys.executable, "-c", code, lib, name], capture_output=True, text=True, check=True
-        ).stdout
-        rows.append((lib, int(out.split()[-1]) / 1024))
-    for lib, mb in rows:
+        sizes = []
+        for fill in ("1mb", "fill"):
+            out = subprocess.run(
+                [sys.executable, "-c", code, lib, name, fill],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            sizes.append(int(out.split()[-1]) / 1024)
+        rows.append((lib, sizes))
+    for lib, (small, full) in rows:
         label = lib if lib == "tiktoken" else f"tokend {lib}"
-        print(f"| {label} | {mb:.0f} | {mb / rows[0][1]:.2f}x |")
+        ref_small, ref_full = rows[0][1]
+        ratios = f"{small / ref_small:.2f}x | {full:.0f} | {full / ref_full:.2f}x"
+        print(f"| {label} | {small:.0f} | {ratios} |")
 
 
 def main() -> None:
