@@ -12,6 +12,10 @@ An entry::
                  "chat_template": "{% for m in messages %}...",
                  "special_tokens_map": {"bos_token": "<|begin_of_text|>"}}
 
+An entry may name its model's ``tokenizer_config.json`` instead (``"tokenizer_config":
+"llama3/tokenizer_config.json"``, relative to the registry): its chat template(s) and special
+tokens are read when models.json is (re)read.
+
 Chat rules: ``openai`` (3 per message, 1 per name, 3 to prime the reply), ``openai-0301``
 (4 and -1), ``harmony`` (gpt-oss), ``template`` (the entry's Jinja chat template) or none.
 """
@@ -50,12 +54,18 @@ class ModelInfo:
     verified: bool = False
     images: ImageRule | None = None
     chat_template: str | None = None
+    # A tokenizer_config's "tool_use" template, used when the request has tools (as
+    # transformers picks it).
+    tool_chat_template: str | None = None
     special_tokens_map: Mapping[str, str] = field(default_factory=dict)
     source: str = "built-in"
 
 
-def parse_models(doc: Any, source: str) -> dict[str, ModelInfo]:
-    """Entries of a models file; CorruptData naming the file and the entry on any mistake."""
+def parse_models(doc: Any, source: str, base: Path | None = None) -> dict[str, ModelInfo]:
+    """Entries of a models file; CorruptData naming the file and the entry on any mistake.
+
+    ``base`` is the folder a ``tokenizer_config`` path is relative to (a registry's root).
+    """
     if not isinstance(doc, Mapping) or doc.get("format") != FORMAT or doc.get("version") != 1:
         raise CorruptData(
             f'{source}: not a models file: expected {{"format": "{FORMAT}", "version": 1, '
@@ -64,13 +74,16 @@ def parse_models(doc: Any, source: str) -> dict[str, ModelInfo]:
     models = doc.get("models")
     if not isinstance(models, Mapping):
         raise CorruptData(f'{source}: "models" must map model names to entries')
-    return {name: _entry(name, raw, source) for name, raw in models.items()}
+    return {name: _entry(name, raw, source, base) for name, raw in models.items()}
 
 
-def _entry(name: str, raw: Any, source: str) -> ModelInfo:
+def _entry(name: str, raw: Any, source: str, base: Path | None) -> ModelInfo:
     where = f"{source}: model {name!r}"
     if not isinstance(raw, Mapping):
         raise CorruptData(f"{where}: an entry must be a JSON object")
+    config: dict[str, Any] = {}
+    if raw.get("tokenizer_config") is not None:
+        config = _tokenizer_config(raw["tokenizer_config"], base, where)
     tokenizer = raw.get("tokenizer")
     if not isinstance(tokenizer, str) or not tokenizer:
         raise CorruptData(f"{where}: needs a tokenizer reference (e.g. \"o200k_base\")")
@@ -83,13 +96,12 @@ def _entry(name: str, raw: Any, source: str) -> ModelInfo:
     rule = raw.get("chat_rule")
     if rule is not None and rule not in CHAT_RULES:
         raise CorruptData(f"{where}: chat_rule must be one of {', '.join(CHAT_RULES)}")
-    template = raw.get("chat_template")
+    template = raw.get("chat_template", config.get("chat_template"))
     if rule == "template" and not isinstance(template, str):
-        raise CorruptData(f"{where}: chat_rule \"template\" needs a chat_template string")
-    tokens_map = raw.get("special_tokens_map") or {}
-    if not isinstance(tokens_map, Mapping) or not all(
-        isinstance(v, str) for v in tokens_map.values()
-    ):
+        raise CorruptData(f"{where}: chat_rule \"template\" needs a chat_template string (or "
+                          "a tokenizer_config with one)")
+    tokens_map = {**config.get("special_tokens_map", {}), **(raw.get("special_tokens_map") or {})}
+    if not all(isinstance(v, str) for v in tokens_map.values()):
         raise CorruptData(f"{where}: special_tokens_map must map names to token strings")
     return ModelInfo(
         name=name,
@@ -98,10 +110,50 @@ def _entry(name: str, raw: Any, source: str) -> ModelInfo:
         verified=bool(raw.get("verified", False)),
         images=_image_rule(raw.get("images"), where),
         chat_template=template if isinstance(template, str) else None,
+        tool_chat_template=config.get("tool_chat_template"),
         special_tokens_map=dict(tokens_map),
         source=source,
         **numbers,
     )
+
+
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                      "cls_token", "mask_token")
+
+
+def _tokenizer_config(relative: Any, base: Path | None, where: str) -> dict[str, Any]:
+    """The chat template(s) and special tokens of a model's tokenizer_config.json.
+
+    ``chat_template`` is a string or a list of ``{"name", "template"}`` ("default", and
+    "tool_use" for requests with tools); each ``*_token`` is a string or an AddedToken object
+    (``{"content": ...}``).
+    """
+    if base is None or not isinstance(relative, str) or not relative:
+        raise CorruptData(f"{where}: tokenizer_config must be a path relative to the registry")
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base.resolve()):
+        raise CorruptData(f"{where}: tokenizer_config {relative[:100]!r} leaves the registry")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorruptData(f"{where}: cannot read tokenizer_config {path}: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise CorruptData(f"{where}: {path} is not a JSON object")
+    out: dict[str, Any] = {"special_tokens_map": {}}
+    templates = data.get("chat_template")
+    if isinstance(templates, str):
+        out["chat_template"] = templates
+    elif isinstance(templates, list):
+        named = {t.get("name"): t.get("template") for t in templates if isinstance(t, Mapping)}
+        out["chat_template"] = named.get("default")
+        out["tool_chat_template"] = named.get("tool_use")
+    for key in SPECIAL_TOKEN_KEYS:
+        value = data.get(key)
+        if isinstance(value, Mapping):
+            value = value.get("content")
+        if isinstance(value, str):
+            out["special_tokens_map"][key] = value
+    return out
 
 
 def _image_rule(raw: Any, where: str) -> ImageRule | None:
@@ -158,7 +210,8 @@ class ModelCatalogue:
                 return True
             try:
                 text = self._extension.read_text(encoding="utf-8")
-                extra = parse_models(json.loads(text), str(self._extension))
+                extra = parse_models(json.loads(text), str(self._extension),
+                                     self._extension.parent)
             except (OSError, ValueError) as exc:  # CorruptData and JSONDecodeError included
                 self.error = str(exc)
                 self._stamp = stamp  # keep serving the last good entries until it changes

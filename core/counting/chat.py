@@ -328,9 +328,12 @@ def _template(
     if info is None or info.chat_template is None:
         raise InvalidInput("the template rule needs a model whose catalogue entry has a "
                            "chat_template")
-    template, tokens_map = info.chat_template, info.special_tokens_map
+    tokens_map = info.special_tokens_map
 
     def total(with_tools: Sequence[Mapping[str, Any]] | None) -> int:
+        template = info.chat_template or ""
+        if with_tools and info.tool_chat_template:  # transformers picks "tool_use" then
+            template = info.tool_chat_template
         text = render_chat_template(template, messages, tools=with_tools,
                                     special_tokens_map=tokens_map)
         # The template's own special tokens count as one token each, as transformers counts.

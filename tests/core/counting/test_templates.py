@@ -176,3 +176,41 @@ class TestHarmony:
         assert result.rule == "harmony" and result.encoding == "o200k_harmony"
         assert result.exact and result.tools > 0
         assert result.context_window == 131072
+
+
+class TestTokenizerConfig:
+    def test_named_templates_and_added_tokens(self, tmp_path: Path) -> None:
+        """A registry's models.json can point at a model's tokenizer_config.json: its named
+        templates ("default", "tool_use" for requests with tools) and AddedToken specials."""
+        templates = {"default": template("llama3"), "tool_use": template("qwen2_5")}
+        config = {
+            "chat_template": [{"name": k, "template": v} for k, v in templates.items()],
+            "bos_token": {"content": "<|begin_of_text|>", "lstrip": False, "special": True},
+            "eos_token": "<|eot_id|>",
+        }
+        (tmp_path / "llama").mkdir()
+        (tmp_path / "llama" / "tokenizer_config.json").write_text(json.dumps(config))
+        (tmp_path / "models.json").write_text(json.dumps({
+            "format": "tokend-models", "version": 1, "models": {"my-llama": {
+                "tokenizer": "gpt2-chat", "context_window": 8192, "chat_rule": "template",
+                "tokenizer_config": "llama/tokenizer_config.json"}}}))
+        cat = ModelCatalogue.for_registry(tmp_path)
+        assert cat.error is None
+        hf = hf_chat_tokenizer(bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+        hf.chat_template = templates
+        for tools in (None, TOOLS):
+            ids = hf.apply_chat_template(CHAT, tools=tools, tokenize=True,
+                                         add_generation_prompt=True)
+            ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+            result = count_chat(CHAT, model="my-llama", tools=tools, catalogue=cat,
+                                encoding=chat_encoding())
+            assert result.total == len(ids)
+
+    def test_a_path_out_of_the_registry_is_refused(self, tmp_path: Path) -> None:
+        (tmp_path / "models.json").write_text(json.dumps({
+            "format": "tokend-models", "version": 1, "models": {"m": {
+                "tokenizer": "t", "chat_rule": "template",
+                "tokenizer_config": "../elsewhere/tokenizer_config.json"}}}))
+        cat = ModelCatalogue.for_registry(tmp_path)
+        assert cat.error is not None and "leaves the registry" in cat.error
+        assert cat.find("m") is None
