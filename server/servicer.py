@@ -26,7 +26,7 @@ from tokend.core.errors import (
     UnknownTokenId,
     shown,
 )
-from tokend.core.tokenizer import Tokenizer
+from tokend.core.tokenizer import Tokenizer, add_special_tokens
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -93,6 +93,8 @@ class TokenizerService(TrainingService):
             limits.check_text(text, self.config.max_text_bytes, field)
             try:
                 ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+                if request.add_special_tokens:
+                    ids = add_special_tokens(enc, ids)
             except TokendError as exc:
                 raise field_error(exc, field) from None
             total += len(ids)
@@ -196,6 +198,9 @@ class TokenizerService(TrainingService):
                 raise field_error(exc, field) from None
 
         counts = [count(text, f"texts[{i}]") for i, text in enumerate(request.texts)]
+        if request.add_special_tokens:
+            framing = len(add_special_tokens(enc, []))  # the same ids around every text
+            counts = [c + framing for c in counts]
         response = pb.CountTokensResponse(tokenizer=served.ref, counts=counts, exact=True)
         if info is not None:
             response.model = info.name
