@@ -25,6 +25,7 @@ from tokend.core.pipeline.sentencepiece import (
     SentencePieceNormalizer,
     SentencePieceUnigram,
     WordsBeforeSpace,
+    splits_words,
 )
 from tokend.core.pipeline.tokenizer import PipelineTokenizer
 
@@ -86,9 +87,7 @@ def load_sentencepiece(
         user_defined=user_defined,
     )
     known = [p for p, _s, kind in pieces if kind in (NORMAL, USER_DEFINED, UNUSED)]
-    words_safe = norm.escape_whitespaces and SPACE in known and all(
-        SPACE not in p[1:] for p in known
-    )
+    words_safe = norm.escape_whitespaces and SPACE in known and splits_words(known)
     unk_piece = next(p for p, _s, kind in pieces if kind == UNKNOWN)
     decoder = SentencePieceDecoder(
         {p: kind for p, _s, kind in reversed(pieces)},

@@ -87,16 +87,23 @@ class SentencePieceNormalizer(Normalizer):
         return normalized.replace(" ", SPACE) if self.escape_whitespaces else normalized
 
 
+_WORD_START = regex.compile(f"(?<=[^{SPACE}])(?={SPACE})")
+
+
+def splits_words(pieces: Sequence[str]) -> bool:
+    """Whether no piece holds a ▁ right after another character than ▁ (``a▁``), so that no
+    piece, merge or Viterbi path can cross a cut made there (``▁▁`` runs are fine)."""
+    return not any(regex.search(f"[^{SPACE}]{SPACE}", p) for p in pieces)
+
+
 class WordsBeforeSpace(PreTokenizer):
-    """Cut before each ▁: exact when no piece holds ▁ past its first character (checked by
-    the loader), since then no piece, merge or Viterbi path crosses such a cut."""
+    """Cut where a run of ▁ starts after another character (exact when :func:`splits_words`
+    holds for the vocabulary, which the loader checks); the run stays with its word."""
 
     def split(self, piece: Piece) -> list[Piece]:
         text, at_start = piece
-        words = text.split(SPACE)
-        out = [(words[0], at_start)] if words[0] else []
-        out += [(SPACE + w, False) for w in words[1:]]
-        return out
+        words = _WORD_START.split(text)
+        return [(w, at_start and i == 0) for i, w in enumerate(words) if w]
 
 
 class _SentencePieceModel(Model):
