@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-from tokend.core.cache import CacheInfo
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
 from tokend.core.errors import CorruptData
 
 if TYPE_CHECKING:
@@ -147,14 +147,13 @@ def build_tokenizer(data: TokenizerData, *, cache_entries: int | None = None) ->
     name = data.resolved.ref
     if data.file is not None:
         return load_file(data.fmt, data.file, name=name, cache_entries=cache_entries)
-    kwargs = {} if cache_entries is None else {"cache_entries": cache_entries}
     encoding = Encoding(
         name,
         pat_str=data.pat_str,
         mergeable_ranks=data.ranks,
         special_tokens=data.special_tokens,
         explicit_n_vocab=data.explicit_n_vocab,
-        **kwargs,
+        cache_entries=DEFAULT_CACHE_ENTRIES if cache_entries is None else cache_entries,
     )
     if data.normalizer is not None:
         return NormalizedEncoding(encoding, data.normalizer)

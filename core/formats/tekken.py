@@ -13,6 +13,7 @@ import binascii
 import json
 from typing import Any
 
+from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.encoding import Encoding
 from tokend.core.errors import CorruptData
 
@@ -73,12 +74,11 @@ def load_tekken(
         if entry.get("rank") != i or token in ranks:
             raise CorruptData(f"{source}: vocab[{i}] is out of order or repeated")
         ranks[token] = i + num_special
-    kwargs: dict[str, Any] = {} if cache_entries is None else {"cache_entries": cache_entries}
     return Encoding(
         name,
         pat_str=pattern,
         mergeable_ranks=ranks,
         special_tokens={text: i for i, text in enumerate(names)},
         explicit_n_vocab=vocab_size,
-        **kwargs,
+        cache_entries=DEFAULT_CACHE_ENTRIES if cache_entries is None else cache_entries,
     )
