@@ -19,7 +19,6 @@ from tokend.core.errors import CorruptData
 from tokend.core.formats import bytes_to_unicode
 from tokend.core.pipeline._config import (
     WHITESPACE,
-    WHITESPACE_SET,
     compile_pattern,
     component_type,
     field,
@@ -98,17 +97,14 @@ class Prepend(Normalizer):
         return self.prepend + text if text else text
 
 
-# Rust's unicode_categories ``is_other``: Cc, Cf, Co, Cs (unassigned Cn is not included).
-_CONTROL = frozenset(("Cc", "Cf", "Co", "Cs"))
-
-
-def _is_chinese(c: str) -> bool:
-    cp = ord(c)
-    return (
-        0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-        or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B920 <= cp <= 0x2CEAF
-        or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F
-    )
+# BERT's control test is Rust's unicode_categories ``is_other``: Cc, Cf, Co, Cs (not the
+# unassigned Cn), plus NUL and U+FFFD; \t \n \r are spaces instead.
+_BERT_CONTROL = regex.compile(r"[[\p{Cc}\p{Cf}\p{Co}\p{Cs}\x00\ufffd]--[\t\n\r]]", regex.V1)
+_BERT_SPACE = regex.compile(r"[\t\n\r\p{White_Space}]")
+_CJK = regex.compile(
+    "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
+    "\U0002b740-\U0002b81f\U0002b920-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]"
+)
 
 
 class BertNormalizer(Normalizer):
@@ -123,22 +119,13 @@ class BertNormalizer(Normalizer):
         self.strip_accents = lowercase if strip_accents is None else strip_accents
         self.lowercase = lowercase
 
-    def _clean(self, c: str) -> str:
-        if c in "\t\n\r":
-            return " "
-        if c in "\0\ufffd" or unicodedata.category(c) in _CONTROL:
-            return ""  # subtle: before the whitespace test, so \x0c and \x85 are dropped
-        return " " if c in WHITESPACE_SET else c
-
     def normalize(self, text: str) -> str:
         ascii_only = text.isascii()
-        if self.clean_text:
-            if ascii_only and text.isprintable():
-                pass
-            else:
-                text = "".join(map(self._clean, text))
+        if self.clean_text and not (ascii_only and text.isprintable()):
+            # subtle: controls go first, so \x0c and \x85 (controls *and* spaces) are dropped.
+            text = _BERT_SPACE.sub(" ", _BERT_CONTROL.sub("", text))
         if self.handle_chinese_chars and not ascii_only:
-            text = "".join(f" {c} " if _is_chinese(c) else c for c in text)
+            text = _CJK.sub(r" \g<0> ", text)
         if self.strip_accents and not ascii_only:
             text = "".join(  # BERT drops only non-spacing marks (Mn), unlike StripAccents
                 c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"

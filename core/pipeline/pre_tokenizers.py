@@ -134,19 +134,56 @@ class Split(PreTokenizer):
         self.pattern, self.behavior, self.invert = pattern, behavior, invert
 
     def split(self, piece: Piece) -> list[Piece]:
-        spans = regex_spans(self.pattern, piece[0])
+        text, at_start = piece
+        if self.behavior == "Isolated" and not self.invert:
+            # The common case, without span tuples: every match and every gap is a piece.
+            out: list[Piece] = []
+            prev = 0
+            for match in self.pattern.finditer(text):
+                start, end = match.span()
+                if prev < start:
+                    out.append((text[prev:start], at_start and prev == 0))
+                if start < end:
+                    out.append((text[start:end], at_start and start == 0))
+                prev = end
+            if prev < len(text):
+                out.append((text[prev:], at_start and prev == 0))
+            return out
+        spans = regex_spans(self.pattern, text)
         if self.invert:
             spans = [(s, e, not m) for s, e, m in spans]
         return cut(piece, apply_behavior(spans, self.behavior))
 
 
 class CharSplit(PreTokenizer):
-    """Split at characters satisfying a predicate (Punctuation, Digits, CharDelimiterSplit...)."""
+    """Split at characters of a class (Punctuation, Digits, CharDelimiterSplit...).
 
-    def __init__(self, predicate: Callable[[str], bool], behavior: str) -> None:
+    ``char_class`` is the regex class (``[\\p{N}]``) equal to ``predicate``: the behaviours that
+    allow it run as one regex ``findall`` (each class character a match, as HF's per-character
+    pattern makes them); the others go through the predicate.
+    """
+
+    def __init__(self, predicate: Callable[[str], bool], behavior: str,
+                 char_class: str | None = None) -> None:
         self.predicate, self.behavior = predicate, behavior
+        self._findall = None
+        if char_class is not None:
+            inner = char_class[1:-1]
+            fast = {
+                "Isolated": f"{char_class}|[^{inner}]+",
+                "Removed": f"[^{inner}]+",
+                "Contiguous": f"{char_class}+|[^{inner}]+",
+            }.get(behavior)
+            self._findall = regex.compile(fast).findall if fast else None
 
     def split(self, piece: Piece) -> list[Piece]:
+        if self._findall is not None:
+            text, at_start = piece
+            parts = self._findall(text)
+            if not (at_start and parts):
+                return [(p, False) for p in parts]
+            # only a first part that starts at offset 0 keeps at_start
+            return [(parts[0], text.startswith(parts[0])), *((p, False) for p in parts[1:])]
         return cut(piece, apply_behavior(char_spans(self.predicate, piece[0]), self.behavior))
 
 
@@ -157,9 +194,14 @@ class Whitespace(PreTokenizer):
         return cut(piece, (m.span() for m in _WHITESPACE_RE.finditer(piece[0])))
 
 
+_PUNCT_CLASS = r"[!-/:-@\[-`{-~\p{P}]"  # ASCII punctuation (Rust's) and Unicode P*
+_NUMERIC_CLASS = r"[\p{N}]"
+_SPACE_CLASS = r"[\p{White_Space}]"
+
+
 def WhitespaceSplit() -> PreTokenizer:  # noqa: N802 - named like the HF component it builds
     """Split on Unicode whitespace, dropping it."""
-    return CharSplit(WHITESPACE_SET.__contains__, "Removed")
+    return CharSplit(WHITESPACE_SET.__contains__, "Removed", _SPACE_CLASS)
 
 
 class BertPreTokenizer(PreTokenizer):
@@ -167,10 +209,19 @@ class BertPreTokenizer(PreTokenizer):
 
     def __init__(self) -> None:
         self._space = WhitespaceSplit()
-        self._punct = CharSplit(is_punctuation, "Isolated")
+        self._punct = CharSplit(is_punctuation, "Isolated", _PUNCT_CLASS)
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return self._punct.pre_tokenize(self._space.pre_tokenize(pieces))
+
+
+# Latin-1 code point (= a byte) -> GPT-2's printable character, for str.translate.
+_BYTE_CHARS = {byte: char for byte, char in bytes_to_unicode().items()}
+
+
+def to_byte_chars(text: str) -> str:
+    """UTF-8 bytes of ``text`` in GPT-2's printable alphabet (one C-level translate)."""
+    return text.encode("utf-8", "surrogatepass").decode("latin-1").translate(_BYTE_CHARS)
 
 
 class ByteLevel(PreTokenizer):
@@ -178,7 +229,11 @@ class ByteLevel(PreTokenizer):
 
     def __init__(self, *, add_prefix_space: bool, use_regex: bool) -> None:
         self.add_prefix_space, self.use_regex = add_prefix_space, use_regex
-        self._table = bytes_to_unicode()
+
+    def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
+        if self.add_prefix_space or self.use_regex:
+            return super().pre_tokenize(pieces)
+        return [(to_byte_chars(t), s) for t, s in pieces]
 
     def split(self, piece: Piece) -> list[Piece]:
         text, at_start = piece
@@ -187,11 +242,7 @@ class ByteLevel(PreTokenizer):
         pieces = [(text, at_start)]
         if self.use_regex:
             pieces = cut(pieces[0], apply_behavior(regex_spans(_GPT2_RE, text), "Isolated"))
-        table = self._table
-        return [
-            ("".join([table[b] for b in t.encode("utf-8", "surrogatepass")]), s)
-            for t, s in pieces
-        ]
+        return [(to_byte_chars(t), s) for t, s in pieces]
 
 
 class Metaspace(PreTokenizer):
@@ -250,7 +301,7 @@ def _char_delimiter(obj: dict[str, Any], path: str) -> PreTokenizer:
     delimiter = field(obj, "delimiter", str, path)
     if len(delimiter) != 1:
         unsupported(f"CharDelimiterSplit delimiter {delimiter!r}", path, "one character")
-    return CharSplit(delimiter.__eq__, "Removed")
+    return CharSplit(delimiter.__eq__, "Removed", f"[{regex.escape(delimiter)}]")
 
 
 def _sequence(obj: dict[str, Any], path: str) -> PreTokenizer:
@@ -272,10 +323,13 @@ _BUILDERS: dict[str, Callable[[dict[str, Any], str], PreTokenizer]] = {
     "Whitespace": lambda o, p: Whitespace(),
     "WhitespaceSplit": lambda o, p: WhitespaceSplit(),
     "BertPreTokenizer": lambda o, p: BertPreTokenizer(),
-    "Punctuation": lambda o, p: CharSplit(is_punctuation, _behavior(o, p, "Isolated")),
+    "Punctuation": lambda o, p: CharSplit(
+        is_punctuation, _behavior(o, p, "Isolated"), _PUNCT_CLASS
+    ),
     "Digits": lambda o, p: CharSplit(
         is_numeric,
         "Isolated" if field(o, "individual_digits", bool, p, default=False) else "Contiguous",
+        _NUMERIC_CLASS,
     ),
     "CharDelimiterSplit": _char_delimiter,
     "Sequence": _sequence,

@@ -204,14 +204,15 @@ class PipelineTokenizer:
             pieces = [(text[start:end], at_start and start == 0)]
             if self.pre_tokenizer is not None:
                 pieces = self.pre_tokenizer.pre_tokenize(pieces)
+            get = self._cache.get
+            misses = self._misses
             for word, _ in pieces:
-                ids += self._word(word)
+                found = get(word)
+                ids += self._miss(word) if found is None else found
+            self._hits += len(pieces) - (self._misses - misses)
 
-    def _word(self, word: str) -> list[int]:
-        cached = self._cache.get(word)
-        if cached is not None:
-            self._hits += 1
-            return cached
+    def _miss(self, word: str) -> list[int]:
+        """Tokenize a word the cache lacks and keep it (the cache is cleared when full)."""
         self._misses += 1
         ids = self.model.tokenize(word)
         if len(self._cache) >= self._cache_entries:
