@@ -26,7 +26,7 @@ from tokend.core.formats import (
     read_maybe_gzip,
     sha256_hex,
 )
-from tokend.core.formats.files import sniff_format
+from tokend.core.formats.files import load_file, sniff_format
 from tokend.core.hf_format import (
     ranks_from_vocab_merges,
     read_hf_tokenizer_json,
@@ -132,8 +132,8 @@ def read_tokenizer_files(
         if pattern is not None or user_specials:
             raise InvalidInput(f"--pattern / --special do not apply to a {fmt} file")
         data = read_maybe_gzip(files[0])
-        return FileParts(fmt, data, {"format": fmt, "file": str(files[0]),
-                                     "sha256": sha256_hex(data)})
+        return _checked(FileParts(fmt, data, {"format": fmt, "file": str(files[0]),
+                                              "sha256": sha256_hex(data)}))
     if fmt == "tiktoken":
         contents = read_maybe_gzip(files[0])
         ranks = parse_tiktoken_bpe(contents, source=str(files[0]))
@@ -192,14 +192,20 @@ def read_tokenizer_files(
                     f"{path}: --pattern / --special apply to byte-level rank tables only; this "
                     f"file is served by its own pipeline ({exc})"
                 ) from None
-            return FileParts("hf-json", original, source,
-                             [f"kept as a tokenizer.json pipeline ({exc})"])
+            return _checked(FileParts("hf-json", original, source,
+                                      [f"kept as a tokenizer.json pipeline ({exc})"]))
         pat_str = resolve_pattern(pattern) if pattern is not None else hf.pat_str
         return _with_specials(ranks, leftovers, pat_str, hf.special_tokens, user_specials,
                               str(path), source, notes, original=("hf-json", original))
     ranks, leftovers = ranks_from_vocab_merges(vocab, merges, source=where)
     return _with_specials(ranks, leftovers, pat_str, file_specials, user_specials, where,
                           source, notes)
+
+
+def _checked(parts: FileParts) -> FileParts:
+    """``parts`` once its file loads (CorruptData / InvalidInput naming the problem if not)."""
+    load_file(parts.fmt, parts.data, name="import", cache_entries=1)
+    return parts
 
 
 def _with_specials(  # noqa: PLR0917 - one private helper, the parts of one import

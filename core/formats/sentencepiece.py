@@ -7,6 +7,7 @@ so ``import tokend.core`` stays free of it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tokend.core.errors import CorruptData, InvalidInput
@@ -49,6 +50,35 @@ def parse_sentencepiece(data: bytes, *, source: str = "tokenizer.model") -> Any:
     return proto
 
 
+def _check_pieces(
+    pieces: list[tuple[str, float, int]], *, byte_fallback: bool, source: str
+) -> None:
+    """The checks SentencePiece itself makes when it loads a model (ModelInterface)."""
+    seen: set[str] = set()
+    unknown = 0
+    byte_pieces: set[str] = set()
+    for i, (piece, score, kind) in enumerate(pieces):
+        where = f"{source}: pieces[{i}]"
+        if not piece:
+            raise CorruptData(f"{where} is empty")
+        if piece in seen:
+            raise CorruptData(f"{where} {piece!r:.40} is defined twice")
+        if math.isnan(score):
+            raise CorruptData(f"{where} has a NaN score")
+        seen.add(piece)
+        unknown += kind == UNKNOWN
+        if kind == BYTE:
+            if not byte_fallback:
+                raise CorruptData(f"{where} is a byte piece, but byte_fallback is off")
+            byte_pieces.add(piece)
+        elif kind not in (NORMAL, CONTROL, USER_DEFINED, UNUSED, UNKNOWN):
+            raise CorruptData(f"{where} has unknown type {kind}")
+    if unknown != 1:
+        raise CorruptData(f"{source}: {unknown} pieces of type UNKNOWN; exactly one is needed")
+    if byte_fallback and byte_pieces != {f"<0x{b:02X}>" for b in range(256)}:
+        raise CorruptData(f"{source}: byte_fallback needs the 256 pieces <0x00> .. <0xFF>")
+
+
 def load_sentencepiece(
     data: bytes, *, name: str, source: str = "tokenizer.model", cache_entries: int | None = None
 ) -> PipelineTokenizer:
@@ -60,8 +90,7 @@ def load_sentencepiece(
     if proto.HasField("denormalizer_spec") and proto.denormalizer_spec.precompiled_charsmap:
         raise InvalidInput(f"{source}: denormalizer_spec (a decoding charsmap) is not supported")
     pieces = [(p.piece, float(p.score), int(p.type)) for p in proto.pieces]
-    if not any(kind == UNKNOWN for _p, _s, kind in pieces):
-        raise CorruptData(f"{source}: no piece of type UNKNOWN")
+    _check_pieces(pieces, byte_fallback=trainer.byte_fallback, source=source)
     model_type = int(trainer.model_type)
     model: SentencePieceBPE | SentencePieceUnigram
     if model_type == BPE:

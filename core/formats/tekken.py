@@ -15,7 +15,8 @@ from typing import Any
 
 from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.encoding import Encoding
-from tokend.core.errors import CorruptData
+from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.patterns import validate_pattern
 
 # mistral-common's Tekkenizer.DEPRECATED_SPECIAL_TOKENS, used when a file lists none.
 DEPRECATED_SPECIAL_TOKENS = (
@@ -50,6 +51,12 @@ def load_tekken(
         num_special = int(config["default_num_special_tokens"])
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptData(f"{source}: config lacks {exc}") from None
+    if not 0 <= num_special <= vocab_size:
+        raise CorruptData(f"{source}: {num_special} special tokens in a vocabulary of {vocab_size}")
+    try:
+        validate_pattern(pattern)
+    except InvalidInput as exc:
+        raise CorruptData(f"{source}: config.pattern: {exc}") from None
     listed = raw.get("special_tokens")
     if listed is None:
         names = list(DEPRECATED_SPECIAL_TOKENS)

@@ -51,7 +51,8 @@ class Sequence(PostProcessor):
 
 def _pair_id(obj: dict[str, Any], key: str, path: str) -> int:
     value = obj.get(key)
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], int)):
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], int)
+            and not isinstance(value[1], bool) and value[1] >= 0):
         raise CorruptData(f"{path}.{key} is {value!r:.60}, not [token, id]")
     return int(value[1])
 
@@ -72,10 +73,13 @@ def _template(obj: dict[str, Any], path: str) -> PostProcessor:
         if not (isinstance(piece, dict) and isinstance(piece.get("SpecialToken"), dict)):
             raise CorruptData(f"{where} is {piece!r:.60}, not a SpecialToken or Sequence")
         name = piece["SpecialToken"].get("id")
-        entry = specials.get(name)
-        if not isinstance(entry, dict) or not isinstance(entry.get("ids"), list):
-            raise CorruptData(f"{where} names {name!r}, missing from {path}.special_tokens")
-        (after if seen_sequence else before).extend(int(x) for x in entry["ids"])
+        entry = specials.get(name) if isinstance(name, str) else None
+        ids = entry.get("ids") if isinstance(entry, dict) else None
+        if not isinstance(ids, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in ids
+        ):
+            raise CorruptData(f"{where} names {name!r:.40}, without ids in {path}.special_tokens")
+        (after if seen_sequence else before).extend(ids)
     return Surround(before, after)
 
 
