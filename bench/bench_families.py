@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import sentencepiece
-from texts import build_mixed  # bench/ is the script's directory
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+from texts import build_mixed  # bench/ is the script's directory
 from tokenizers import Tokenizer
 
 from tokend.core.formats.files import load_file, sniff_format
