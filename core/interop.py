@@ -2,7 +2,10 @@
 
 Formats: ``tiktoken`` (a ``.tiktoken`` rank file; the pattern and special tokens come from the
 caller, or from the built-in whose ranks are identical), ``gpt2`` (``vocab.json`` +
-``merges.txt``, a directory or the pair) and ``hf-json`` (a byte-level BPE ``tokenizer.json``).
+``merges.txt``, a directory or the pair), ``hf-json`` (any ``tokenizer.json``), ``sentencepiece``
+(a ``.model``) and ``tekken`` (Mistral's JSON). A tokenizer.json that is a plain byte-level rank
+table becomes ranks (served by the BPE engine, the file kept beside them for export); every
+other file is kept byte for byte and served by the pipeline it describes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core.builtins import BUILTIN_NAMES, load_builtin_spec
-from tokend.core.errors import InvalidInput
+from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.formats import (
     dump_tiktoken_bpe,
     parse_tiktoken_bpe,
@@ -23,6 +26,7 @@ from tokend.core.formats import (
     read_maybe_gzip,
     sha256_hex,
 )
+from tokend.core.formats.files import load_file, sniff_format
 from tokend.core.hf_format import (
     ranks_from_vocab_merges,
     read_hf_tokenizer_json,
@@ -30,8 +34,8 @@ from tokend.core.hf_format import (
 )
 from tokend.core.patterns import resolve_pattern
 
-IMPORT_FORMATS = ("tiktoken", "gpt2", "hf-json")
-EXPORT_FORMATS = ("tiktoken", "hf-json")
+IMPORT_FORMATS = ("tiktoken", "gpt2", "hf-json", "sentencepiece", "tekken")
+EXPORT_FORMATS = ("tiktoken", "hf-json", "original")
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,21 @@ class TokenizerParts:
     special_tokens: dict[str, int]
     source: dict[str, Any] = field(default_factory=dict)  # provenance, kept in the manifest
     notes: list[str] = field(default_factory=list)  # what was inferred, for the user
+    original: tuple[str, bytes] | None = None  # (format, bytes) of the file it came from
+
+
+@dataclass(frozen=True)
+class FileParts:
+    """A tokenizer file kept as it is, ready for :meth:`Registry.publish_file`."""
+
+    fmt: str
+    data: bytes
+    source: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def detect_format(paths: Sequence[Path]) -> str:
-    """Guess the import format from the file names; InvalidInput if it cannot tell."""
+    """The import format from a single file's contents, else from the names."""
     if len(paths) == 2:
         return "gpt2"
     path = paths[0]
@@ -54,6 +69,9 @@ def detect_format(paths: Sequence[Path]) -> str:
         if (path / "tokenizer.json").exists():
             return "hf-json"
         return "gpt2"
+    sniffed = sniff_format(read_maybe_gzip(path))
+    if sniffed is not None:
+        return sniffed
     name = path.name.removesuffix(".gz")
     if name.endswith(".tiktoken"):
         return "tiktoken"
@@ -94,8 +112,9 @@ def read_tokenizer_files(
     fmt: str | None = None,
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
-) -> TokenizerParts:
-    """Read a tokenizer in any import format; ``pattern`` / ``special_tokens`` override."""
+) -> TokenizerParts | FileParts:
+    """Read a tokenizer in any import format; ``pattern`` / ``special_tokens`` override
+    (for rank tables; files kept as they are carry their own)."""
     files = [Path(p) for p in paths]
     if not 1 <= len(files) <= 2:
         raise InvalidInput(f"expected one path (or vocab.json + merges.txt), got {len(files)}")
@@ -109,6 +128,12 @@ def read_tokenizer_files(
         raise InvalidInput(f"format {fmt} takes one file, got {len(files)}")
     user_specials = dict(special_tokens or {})
     notes: list[str] = []
+    if fmt in ("sentencepiece", "tekken"):
+        if pattern is not None or user_specials:
+            raise InvalidInput(f"--pattern / --special do not apply to a {fmt} file")
+        data = read_maybe_gzip(files[0])
+        return _checked(FileParts(fmt, data, {"format": fmt, "file": str(files[0]),
+                                              "sha256": sha256_hex(data)}))
     if fmt == "tiktoken":
         contents = read_maybe_gzip(files[0])
         ranks = parse_tiktoken_bpe(contents, source=str(files[0]))
@@ -155,12 +180,46 @@ def read_tokenizer_files(
         source = {"format": fmt, "file": where}
     else:
         path = files[0] / "tokenizer.json" if files[0].is_dir() else files[0]
-        hf = read_hf_tokenizer_json(path)
-        vocab, merges, file_specials = hf.vocab, hf.merges, hf.special_tokens
+        original = read_maybe_gzip(path)
+        source = {"format": fmt, "file": str(path), "sha256": sha256_hex(original)}
+        try:
+            hf = read_hf_tokenizer_json(path)
+            ranks, leftovers = ranks_from_vocab_merges(hf.vocab, hf.merges, source=str(path))
+        except (InvalidInput, CorruptData) as exc:
+            # Not a plain byte-level rank table: keep the file, serve its whole pipeline.
+            if pattern is not None or user_specials:
+                raise InvalidInput(
+                    f"{path}: --pattern / --special apply to byte-level rank tables only; this "
+                    f"file is served by its own pipeline ({exc})"
+                ) from None
+            return _checked(FileParts("hf-json", original, source,
+                                      [f"kept as a tokenizer.json pipeline ({exc})"]))
         pat_str = resolve_pattern(pattern) if pattern is not None else hf.pat_str
-        where = str(path)
-        source = {"format": fmt, "file": str(path)}
+        return _with_specials(ranks, leftovers, pat_str, hf.special_tokens, user_specials,
+                              str(path), source, notes, original=("hf-json", original))
     ranks, leftovers = ranks_from_vocab_merges(vocab, merges, source=where)
+    return _with_specials(ranks, leftovers, pat_str, file_specials, user_specials, where,
+                          source, notes)
+
+
+def _checked(parts: FileParts) -> FileParts:
+    """``parts`` once its file loads (CorruptData / InvalidInput naming the problem if not)."""
+    load_file(parts.fmt, parts.data, name="import", cache_entries=1)
+    return parts
+
+
+def _with_specials(  # noqa: PLR0917 - one private helper, the parts of one import
+    ranks: dict[bytes, int],
+    leftovers: Mapping[int, bytes],
+    pat_str: str,
+    file_specials: Mapping[str, int],
+    user_specials: Mapping[str, int],
+    where: str,
+    source: dict[str, Any],
+    notes: list[str],
+    original: tuple[str, bytes] | None = None,
+) -> TokenizerParts:
+    """Special tokens from the file, leftover vocab entries and the user, in that order."""
     specials = dict(file_specials)
     for token_id, token in sorted(leftovers.items()):
         # Vocab entries no merge can build (GPT-2's <|endoftext|>) are special tokens.
@@ -175,7 +234,7 @@ def read_tokenizer_files(
             specials.setdefault(text, token_id)
             notes.append(f"{text!r} (id {token_id}) is built by no merge: kept as special")
     specials.update(user_specials)
-    return TokenizerParts(ranks, pat_str, specials, source, notes)
+    return TokenizerParts(ranks, pat_str, specials, source, notes, original)
 
 
 def _first_existing(directory: Path, names: Sequence[str]) -> Path:

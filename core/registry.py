@@ -8,6 +8,11 @@ Layout under the root (every path component is a checked name or a decimal versi
     <name>/aliases.json       {"stable": 3, ...}, replaced atomically
     <name>/<version>/         manifest.json + ranks.tiktoken, immutable once renamed in
 
+A version holds either a rank table (``ranks.tiktoken``: tiktoken-style BPE, served by the
+Encoding engine) or the user's own file kept byte for byte (``tokenizer.json``,
+``tokenizer.model``, ``tekken.json``; the manifest's ``format`` says which), so an export gives
+back exactly what was imported.
+
 A version becomes visible by one ``rename`` of a complete, fsynced staging directory, so a
 crash at any instant leaves either no new version or a complete one.
 """
@@ -19,8 +24,6 @@ import json
 import os
 import secrets
 import shutil
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +35,8 @@ from tokend.core.builtins import (
     get_encoding,
     list_encoding_names,
     load_builtin_spec,
+    new_builtin_encoding,
 )
-from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     AlreadyExists,
     CorruptData,
@@ -50,6 +53,7 @@ from tokend.core.formats import (
     parse_tiktoken_bpe,
     sha256_hex,
 )
+from tokend.core.formats.files import FILE_NAMES
 from tokend.core.locking import file_lock, held_lock_file, try_lock
 from tokend.core.manifest import (
     MANIFEST_FILE,
@@ -60,6 +64,7 @@ from tokend.core.manifest import (
 )
 from tokend.core.names import check_alias, check_name, check_version, parse_ref
 from tokend.core.patterns import validate_pattern
+from tokend.core.tokenizer import NORMALIZER_FORMS, Tokenizer, build_tokenizer
 
 LOCK_FILE = ".lock"
 STAGING_DIR = ".staging"
@@ -67,8 +72,7 @@ GENERATION_FILE = ".generation"
 COUNTER_FILE = "counter.json"
 ALIASES_FILE = "aliases.json"
 # The files a version may list in its manifest (nothing else is ever opened).
-VERSION_FILES = frozenset({RANKS_FILE})
-CACHE_ENTRIES = 32
+VERSION_FILES = frozenset({RANKS_FILE, *FILE_NAMES.values()})
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,10 @@ class TokenizerData:
     special_tokens: dict[str, int]
     explicit_n_vocab: int | None
     manifest: dict[str, Any] | None = field(default=None)
+    fmt: str = "tiktoken"  # or a key of formats.files.FILE_NAMES: then `file` holds it
+    file: bytes | None = None
+    normalizer: str | None = None  # nfc|nfd|nfkc|nfkd applied before a rank table's BPE
+    original: bytes | None = None  # the imported file's exact bytes (export --format original)
 
 
 class Registry:
@@ -153,8 +161,6 @@ class Registry:
             self.root.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
             raise FailedPrecondition(f"registry root {self.root} is not a directory") from None
-        self._cache: OrderedDict[tuple[str, int], Encoding] = OrderedDict()
-        self._cache_lock = threading.Lock()
         try:
             self._staging.mkdir(exist_ok=True)
         except FileExistsError:
@@ -301,20 +307,90 @@ class Registry:
         explicit_n_vocab: int | None = None,
         training: Mapping[str, object] | None = None,
         corpus: Mapping[str, object] | None = None,
+        normalizer: str | None = None,
+        original: tuple[str, bytes] | None = None,
     ) -> VersionInfo:
         """Publish a new immutable version of ``name`` and return it (``name@N``).
 
         The ranks are written to a staging directory and fsynced before the registry lock is
         taken; under the lock the next version number is assigned, the manifest written, and
-        the directory renamed into place.
+        the directory renamed into place. ``normalizer`` (nfc|nfd|nfkc|nfkd) is recorded in
+        the manifest and applied to text before BPE. ``original`` (format, bytes) keeps the
+        file the ranks came from, for a byte-identical export.
         """
+        self._check_publishable(name)
+        n_vocab = _check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
+        if normalizer is not None and normalizer not in NORMALIZER_FORMS:
+            raise InvalidInput(f"normalizer {normalizer!r} is not one of {NORMALIZER_FORMS}")
+        contents = {RANKS_FILE: format_tiktoken_bpe(ranks)}
+        if original is not None:
+            if original[0] not in FILE_NAMES:
+                raise InvalidInput(f"unknown original format {original[0]!r}")
+            contents[FILE_NAMES[original[0]]] = original[1]
+        return self._publish(
+            name,
+            contents,
+            pat_str=pat_str,
+            special_tokens=special_tokens,
+            n_vocab=n_vocab,
+            mergeable_count=len(ranks),
+            explicit_n_vocab=explicit_n_vocab,
+            extra={"training": training, "corpus": corpus, "normalizer": normalizer,
+                   "original_format": original[0] if original is not None else None},
+        )
+
+    def publish_file(
+        self,
+        name: str,
+        *,
+        fmt: str,
+        data: bytes,
+        training: Mapping[str, object] | None = None,
+    ) -> VersionInfo:
+        """Publish a tokenizer file kept as it is (``fmt`` a key of ``FILE_NAMES``).
+
+        The file is loaded first, so one with an unsupported component is refused here and
+        never published; what is stored is the file's exact bytes.
+        """
+        self._check_publishable(name)
+        if fmt not in FILE_NAMES:
+            raise InvalidInput(f"unknown file format {fmt!r}; known: {', '.join(FILE_NAMES)}")
+        tokenizer = build_tokenizer(
+            TokenizerData(ResolvedRef(name, None, builtin=False), {}, "", {}, None,
+                          fmt=fmt, file=data)
+        )
+        specials = getattr(tokenizer, "special_tokens", {})
+        return self._publish(
+            name,
+            {FILE_NAMES[fmt]: data},
+            pat_str="",
+            special_tokens=dict(specials),
+            n_vocab=tokenizer.n_vocab,
+            mergeable_count=0,
+            explicit_n_vocab=None,
+            extra={"training": training, "format": fmt},
+        )
+
+    def _check_publishable(self, name: str) -> None:
         check_name(name)
         if name in self._builtin_names():
             raise AlreadyExists(
                 f"{shown(name)} is a built-in encoding (read-only); choose another name"
             )
-        n_vocab = _check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
-        extra = {"training": training, "corpus": corpus}
+
+    def _publish(
+        self,
+        name: str,
+        contents: Mapping[str, bytes],
+        *,
+        pat_str: str,
+        special_tokens: Mapping[str, int],
+        n_vocab: int,
+        mergeable_count: int,
+        explicit_n_vocab: int | None,
+        extra: Mapping[str, object],
+    ) -> VersionInfo:
+        """Stage ``contents``, then assign the version and rename it in under the lock."""
         for key, value in extra.items():
             if value is None:
                 continue
@@ -322,16 +398,18 @@ class Registry:
                 json.dumps(value)
             except (TypeError, ValueError) as exc:
                 raise InvalidInput(f"{key} metadata is not JSON-serializable: {exc}") from None
-        ranks_data = format_tiktoken_bpe(ranks)
-        files = {RANKS_FILE: {"sha256": sha256_hex(ranks_data), "bytes": len(ranks_data)}}
-
+        files = {
+            file: {"sha256": sha256_hex(data), "bytes": len(data)}
+            for file, data in contents.items()
+        }
         token = secrets.token_hex(8)
         lock_path = self._staging / f"{token}.lock"
         stage = self._staging / token
         lock_fd = held_lock_file(lock_path)
         try:
             stage.mkdir()
-            _write_synced(stage / RANKS_FILE, ranks_data)
+            for file, data in contents.items():
+                _write_synced(stage / file, data)
             with self._lock():
                 name_dir = self._name_dir(name)
                 if not name_dir.is_dir():
@@ -344,12 +422,15 @@ class Registry:
                     pat_str=pat_str,
                     special_tokens=special_tokens,
                     n_vocab=n_vocab,
-                    mergeable_count=len(ranks),
+                    mergeable_count=mergeable_count,
                     explicit_n_vocab=explicit_n_vocab,
                     files=files,
-                    training=training,
-                    corpus=corpus,
+                    training=extra.get("training"),  # type: ignore[arg-type]
+                    corpus=extra.get("corpus"),  # type: ignore[arg-type]
                 )
+                for key in ("format", "normalizer", "original_format"):
+                    if extra.get(key) is not None:
+                        manifest[key] = extra[key]
                 _write_synced(stage / MANIFEST_FILE, encode_manifest(manifest))
                 fsync_dir(stage)
                 # The counter goes first: a crash right after burns the number, never reuses it.
@@ -444,9 +525,6 @@ class Registry:
                 shutil.rmtree(trash, ignore_errors=True)
             fsync_dir(name_dir)
             self._bump_generation()
-        with self._cache_lock:
-            for version in doomed:
-                self._cache.pop((name, version), None)
         return doomed
 
     # -- loading ------------------------------------------------------------------------
@@ -487,10 +565,14 @@ class Registry:
         vdir = self._version_dir(resolved.name, resolved.version)
         manifest = read_manifest(vdir / MANIFEST_FILE, name=resolved.name, version=resolved.version)
         files: dict[str, dict[str, Any]] = manifest["files"]
-        if RANKS_FILE not in files or not set(files) <= VERSION_FILES:
+        fmt = manifest.get("format", "tiktoken")
+        main = RANKS_FILE if fmt == "tiktoken" else FILE_NAMES.get(str(fmt))
+        kept = FILE_NAMES.get(str(manifest.get("original_format"))) if fmt == "tiktoken" else None
+        expected = {main, kept} - {None}
+        if main is None or set(files) != expected:
             raise CorruptData(
-                f"{vdir / MANIFEST_FILE}: files must be {sorted(VERSION_FILES)}, "
-                f"got {sorted(files)}"
+                f"{vdir / MANIFEST_FILE}: files must be {sorted(map(str, expected))} for format "
+                f"{fmt!r}, got {sorted(files)}"
             )
         contents: dict[str, bytes] = {}
         for file, info in files.items():
@@ -507,6 +589,15 @@ class Registry:
             if actual != info["sha256"]:
                 raise CorruptData(f"{path}: sha256 is {actual}, manifest says {info['sha256']}")
             contents[file] = data
+        if fmt != "tiktoken":
+            return TokenizerData(
+                resolved, ranks={}, pat_str="", special_tokens=manifest["special_tokens"],
+                explicit_n_vocab=None, manifest=manifest, fmt=str(fmt), file=contents[main],
+                original=contents[main],
+            )
+        normalizer = manifest.get("normalizer")
+        if normalizer is not None and normalizer not in NORMALIZER_FORMS:
+            raise CorruptData(f"{vdir / MANIFEST_FILE}: unknown normalizer {normalizer!r}")
         ranks = parse_tiktoken_bpe(contents[RANKS_FILE], source=str(vdir / RANKS_FILE))
         explicit = manifest.get("explicit_n_vocab")
         explicit_n_vocab = explicit if isinstance(explicit, int) else None
@@ -522,33 +613,25 @@ class Registry:
             special_tokens=special_tokens,
             explicit_n_vocab=explicit_n_vocab,
             manifest=manifest,
+            normalizer=normalizer,
+            original=contents[kept] if kept else contents[RANKS_FILE],
         )
 
-    def load(self, ref: str) -> tuple[ResolvedRef, Encoding]:
-        """Resolve ``ref`` and return its Encoding, verified on first load and then cached."""
+    def load(self, ref: str, *, cache_entries: int | None = None) -> tuple[ResolvedRef, Tokenizer]:
+        """Resolve ``ref`` and load its tokenizer (verified) through :func:`build_tokenizer`.
+
+        Nothing is cached here: callers keep what they load (the server's table is the one
+        cache of loaded tokenizers). A built-in is the process-wide shared instance unless
+        ``cache_entries`` asks for a cache of another size.
+        """
         resolved = self.resolve(ref)
         if resolved.builtin:
-            return resolved, get_encoding(resolved.name)
-        assert resolved.version is not None
-        key = (resolved.name, resolved.version)
-        with self._cache_lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return resolved, cached
-        data = self._read_version(resolved)
-        enc = Encoding(
-            resolved.ref,
-            pat_str=data.pat_str,
-            mergeable_ranks=data.ranks,
-            special_tokens=data.special_tokens,
-            explicit_n_vocab=data.explicit_n_vocab,
-        )
-        with self._cache_lock:
-            self._cache[key] = enc
-            while len(self._cache) > CACHE_ENTRIES:
-                self._cache.popitem(last=False)
-        return resolved, enc
+            if cache_entries is None:
+                return resolved, get_encoding(resolved.name)
+            # An instance of its own (sharing the parsed rank table), so the cache size applies.
+            return resolved, new_builtin_encoding(resolved.name, cache_entries=cache_entries)
+        return resolved, build_tokenizer(self._read_version(resolved),
+                                         cache_entries=cache_entries)
 
     # -- listing, verification, housekeeping --------------------------------------------
 

@@ -18,7 +18,7 @@ from grpc_tools import protoc  # dev dependency (grpcio-tools)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
-PROTO_FILES = ["tokend/v1/tokenizer.proto"]
+PROTO_FILES = ["tokend/v1/tokenizer.proto", "tokend/v1/sentencepiece_model.proto"]
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 
 

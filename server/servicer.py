@@ -1,7 +1,7 @@
 """TokenizerService: a thin adapter between the proto messages and tokend.core.
 
 Each method converts the request at the edge, checks the configured limits, calls the core
-(Encoding, Registry, the job store) and converts the answer back. Errors are raised as
+(a Tokenizer, the Registry, the job store) and converts the answer back. Errors are raised as
 tokend.core.errors classes; the interceptor turns them into status codes (errors.py).
 """
 
@@ -19,7 +19,6 @@ from tokend.core.builtins import builtin_n_vocab
 from tokend.core.counting import ModelCatalogue, ModelInfo, count_chat, iter_chunks, truncate
 from tokend.core.counting.chat import budget_fit
 from tokend.core.counting.truncation import Keep
-from tokend.core.encoding import Encoding
 from tokend.core.errors import (
     DisallowedSpecialToken,
     InvalidInput,
@@ -27,6 +26,7 @@ from tokend.core.errors import (
     UnknownTokenId,
     shown,
 )
+from tokend.core.tokenizer import Tokenizer, add_special_tokens
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -93,6 +93,8 @@ class TokenizerService(TrainingService):
             limits.check_text(text, self.config.max_text_bytes, field)
             try:
                 ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+                if request.add_special_tokens:
+                    ids = add_special_tokens(enc, ids)
             except TokendError as exc:
                 raise field_error(exc, field) from None
             total += len(ids)
@@ -196,6 +198,9 @@ class TokenizerService(TrainingService):
                 raise field_error(exc, field) from None
 
         counts = [count(text, f"texts[{i}]") for i, text in enumerate(request.texts)]
+        if request.add_special_tokens:
+            framing = len(add_special_tokens(enc, []))  # the same ids around every text
+            counts = [c + framing for c in counts]
         response = pb.CountTokensResponse(tokenizer=served.ref, counts=counts, exact=True)
         if info is not None:
             response.model = info.name
@@ -225,7 +230,7 @@ class TokenizerService(TrainingService):
         response: pb.CountTokensResponse,
         *,
         info: ModelInfo | None,
-        enc: Encoding,
+        enc: Tokenizer,
         allowed: Allowed,
         disallowed: Disallowed,
         context: grpc.ServicerContext,
@@ -330,7 +335,7 @@ class TokenizerService(TrainingService):
             summary.vocab_size = self._vocab_size(info.name, info.builtin, loaded)
         return response
 
-    def _vocab_size(self, name: str, builtin: bool, loaded: Mapping[str, Encoding]) -> int:
+    def _vocab_size(self, name: str, builtin: bool, loaded: Mapping[str, Tokenizer]) -> int:
         """n_vocab of the latest version, without loading anything that is not loaded yet."""
         try:
             if builtin:
@@ -402,7 +407,7 @@ def count_encoded(method: str, tokens: int) -> None:
 
 
 def special_policy(
-    policy: pb.SpecialTokenPolicy, enc: Encoding, *, default: Literal["all"] | frozenset[str]
+    policy: pb.SpecialTokenPolicy, enc: Tokenizer, *, default: Literal["all"] | frozenset[str]
 ) -> tuple[Allowed, Disallowed]:
     """tiktoken's (allowed_special, disallowed_special) from the proto policy.
 
@@ -441,7 +446,7 @@ def special_policy(
     return allowed, disallowed
 
 
-def token_details(enc: Encoding, ids: Sequence[int]) -> list[pb.TokenDetail]:
+def token_details(enc: Tokenizer, ids: Sequence[int]) -> list[pb.TokenDetail]:
     """Per-token piece bytes, byte offsets [start, end) and special flag (the TEI shape)."""
     pieces = enc.decode_tokens_bytes(ids)
     ends = list(accumulate(len(p) for p in pieces))
@@ -508,7 +513,7 @@ def tool_choice(value: str) -> str | dict[str, Any] | None:
     return {"type": "function", "function": {"name": value}}
 
 
-def _decode_bytes(enc: Encoding, ids: Sequence[int], field: str) -> bytes:
+def _decode_bytes(enc: Tokenizer, ids: Sequence[int], field: str) -> bytes:
     try:
         return enc.decode_bytes(list(ids))
     except UnknownTokenId as exc:

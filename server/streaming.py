@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from typing import Literal
 
-from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled
+from tokend.core.tokenizer import Tokenizer
 from tokend.server import limits
 
 
@@ -29,7 +29,7 @@ class StreamEncoder:
 
     def __init__(
         self,
-        encoding: Encoding,
+        encoding: Tokenizer,
         chunks: Iterator[str],
         *,
         allowed_special: Literal["all"] | AbstractSet[str],

@@ -14,11 +14,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tokend.core.builtins import new_builtin_encoding
 from tokend.core.cache import DEFAULT_CACHE_ENTRIES
-from tokend.core.encoding import Encoding
 from tokend.core.errors import TokendError, UnknownTokenizer
 from tokend.core.registry import Registry, ResolvedRef
+from tokend.core.tokenizer import Tokenizer
 from tokend.server import metrics
 from tokend.server.logs import log_event
 
@@ -29,7 +28,7 @@ class Served:
 
     ref: str
     resolved: ResolvedRef
-    encoding: Encoding
+    encoding: Tokenizer
 
 
 class Tokenizers:
@@ -42,7 +41,7 @@ class Tokenizers:
         self.cache_entries = cache_entries
         self._lock = threading.Lock()
         self._refs: dict[str, Served] = {}  # request reference -> what it is served as
-        self._encodings: dict[str, Encoding] = {}  # canonical ref -> encoding (shared)
+        self._encodings: dict[str, Tokenizer] = {}  # canonical ref -> encoding (shared)
         self._load_locks: dict[str, threading.Lock] = {}  # one load at a time per reference
         self._generation = registry.generation()
         self._stop = threading.Event()
@@ -82,23 +81,13 @@ class Tokenizers:
             log_event("tokenizer_loaded", ref=canonical, n_vocab=encoding.n_vocab)
         return Served(canonical, resolved, encoding)
 
-    def _build(self, resolved: ResolvedRef) -> Encoding:
-        """Load fully (verifying hashes) with this server's cache size."""
-        if resolved.builtin:
-            # An instance of our own (sharing the parsed rank table) so --cache-entries
-            # applies to the built-ins too.
-            return new_builtin_encoding(resolved.name, cache_entries=self.cache_entries)
-        data = self.registry.load_data(resolved.ref)
-        return Encoding(
-            resolved.ref,
-            pat_str=data.pat_str,
-            mergeable_ranks=data.ranks,
-            special_tokens=data.special_tokens,
-            explicit_n_vocab=data.explicit_n_vocab,
-            cache_entries=self.cache_entries,
-        )
+    def _build(self, resolved: ResolvedRef) -> Tokenizer:
+        """Load fully (verifying hashes) with this server's cache size (built-ins too: an
+        instance of our own sharing the parsed rank table)."""
+        _, tokenizer = self.registry.load(resolved.ref, cache_entries=self.cache_entries)
+        return tokenizer
 
-    def loaded(self) -> dict[str, Encoding]:
+    def loaded(self) -> dict[str, Tokenizer]:
         """Canonical ref -> encoding of everything loaded (for metrics)."""
         with self._lock:
             return dict(self._encodings)

@@ -116,11 +116,15 @@ class TestRegistryCLI:
         )
         assert tk.encode(text + "<|endoftext|>", allowed_special="all") == ids
 
-        # The HF export imports back as an identical rank table, as version 2.
+        # The HF export imports back as an identical rank table, as version 2, and the file
+        # itself is kept beside it: exported as "original", it comes back byte for byte.
         back = ok_json("import", "mytok", "--from", hf_path, registry=reg)
         assert back["ref"] == "mytok@2"
         files = {m["ref"]: m["manifest"]["files"] for m in (shown, back)}
-        assert files["mytok@1"] == files["mytok@2"]
+        assert files["mytok@1"]["ranks.tiktoken"] == files["mytok@2"]["ranks.tiktoken"]
+        again = tmp_path / "again.json"
+        ok("export", "mytok@2", "--format", "original", "--out", again, registry=reg)
+        assert again.read_bytes() == hf_path.read_bytes()
 
     def test_list_and_builtins(self, tmp_path: Path) -> None:
         reg = tmp_path / "reg"

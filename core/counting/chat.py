@@ -34,8 +34,9 @@ from tokend.core.counting.tools import (
     format_function_definitions,
     tool_choice_name,
 )
-from tokend.core.encoding import AllowedSpecial, DisallowedSpecial, Encoding
+from tokend.core.encoding import AllowedSpecial, DisallowedSpecial
 from tokend.core.errors import InvalidInput, UnknownTokenizer
+from tokend.core.tokenizer import Tokenizer
 
 REPLY_PRIMING = 3
 # (tokens per message, tokens per name) of the OpenAI rules.
@@ -83,7 +84,7 @@ def count_chat(
     *,
     model: str | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
-    encoding: Encoding | str | None = None,
+    encoding: Tokenizer | str | None = None,
     tool_choice: ToolChoice = None,
     rule: str | None = None,
     catalogue: ModelCatalogue | None = None,
@@ -152,8 +153,8 @@ def count_chat(
 
 
 def _encoding_for(
-    model: str | None, info: ModelInfo | None, encoding: Encoding | str | None
-) -> Encoding:
+    model: str | None, info: ModelInfo | None, encoding: Tokenizer | str | None
+) -> Tokenizer:
     if encoding is not None:
         return resolve_encoding(encoding)
     if info is not None:
@@ -298,7 +299,7 @@ def _harmony(
     messages: Sequence[Message],
     tools: Sequence[Mapping[str, Any]] | None,
     *,
-    enc: Encoding,
+    enc: Tokenizer,
     allowed_special: AllowedSpecial,
     effort: str,
     reasons: list[str],
@@ -320,7 +321,7 @@ def _template(
     messages: Sequence[Message],
     tools: Sequence[Mapping[str, Any]] | None,
     *,
-    enc: Encoding,
+    enc: Tokenizer,
     info: ModelInfo | None,
     allowed_special: AllowedSpecial,
     reasons: list[str],

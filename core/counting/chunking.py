@@ -21,8 +21,8 @@ import regex
 
 from tokend.core.counting.fit import Counter, fit_prefix, fit_suffix
 from tokend.core.counting.prompt import count_plain, resolve_encoding
-from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
+from tokend.core.tokenizer import Tokenizer
 
 # Cut *after* these (the next piece starts at the following non-space character).
 PARAGRAPH = regex.compile(r"\n[^\S\n]*\n\s*")
@@ -48,13 +48,15 @@ class Chunk:
     estimate_reason: str = ""
 
 
-def chunk(encoding: Encoding | str, text: str, max_tokens: int, *, overlap: int = 0) -> list[Chunk]:
+def chunk(
+    encoding: Tokenizer | str, text: str, max_tokens: int, *, overlap: int = 0
+) -> list[Chunk]:
     """All pieces of ``text`` (see the module docstring)."""
     return list(iter_chunks(encoding, text, max_tokens, overlap=overlap))
 
 
 def iter_chunks(
-    encoding: Encoding | str, text: str, max_tokens: int, *, overlap: int = 0
+    encoding: Tokenizer | str, text: str, max_tokens: int, *, overlap: int = 0
 ) -> Iterator[Chunk]:
     """The pieces one at a time (a server streams them as they are cut)."""
     enc = resolve_encoding(encoding)

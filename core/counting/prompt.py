@@ -17,18 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tokend.core.builtins import get_encoding
-from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
+from tokend.core.tokenizer import Tokenizer
 
 NO_SPECIAL: frozenset[str] = frozenset()
 
 
-def resolve_encoding(encoding: Encoding | str) -> Encoding:
-    """An Encoding, or a built-in encoding's name resolved as ``get_encoding`` does."""
-    return encoding if isinstance(encoding, Encoding) else get_encoding(encoding)
+def resolve_encoding(encoding: Tokenizer | str) -> Tokenizer:
+    """A tokenizer, or a built-in encoding's name resolved as ``get_encoding`` does."""
+    return get_encoding(encoding) if isinstance(encoding, str) else encoding
 
 
-def count_plain(enc: Encoding, text: str) -> int:
+def count_plain(enc: Tokenizer, text: str) -> int:
     """Tokens of ``text`` with special-token look-alikes counted as ordinary text."""
     return enc.count(text, allowed_special=NO_SPECIAL, disallowed_special=NO_SPECIAL)
 
@@ -50,7 +50,7 @@ class Prompt:
         """The prompt as one string (special tokens written as their text)."""
         return "".join(value for value, _ in self.pieces)
 
-    def count(self, enc: Encoding) -> int:
+    def count(self, enc: Tokenizer) -> int:
         """Tokens of the prompt: one per special token, ordinary runs encoded as wholes."""
         specials = enc.special_tokens_set
         total = 0

@@ -21,8 +21,8 @@ from typing import Literal
 
 from tokend.core.counting.fit import fit_prefix, fit_suffix, search_max
 from tokend.core.counting.prompt import count_plain, resolve_encoding
-from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
+from tokend.core.tokenizer import Tokenizer
 
 Keep = Literal["head", "tail", "both"]
 # A long text is first looked at through windows of this many characters per budget token at
@@ -49,7 +49,7 @@ class TruncateResult:
 
 
 def truncate(
-    encoding: Encoding | str,
+    encoding: Tokenizer | str,
     text: str,
     max_tokens: int,
     *,
@@ -122,7 +122,7 @@ def truncate(
 
 
 def _end_ids(
-    enc: Encoding, text: str, max_tokens: int
+    enc: Tokenizer, text: str, max_tokens: int
 ) -> tuple[list[int], list[int]] | tuple[None, None]:
     """Ids of a window at each end of a long text, each well over ``max_tokens`` tokens, so the
     cut's guess costs the budget, not the text; (None, None) for a short or sparse text
@@ -137,11 +137,11 @@ def _end_ids(
     return head, tail
 
 
-def _chars_of(enc: Encoding, ids: list[int]) -> int:
+def _chars_of(enc: Tokenizer, ids: list[int]) -> int:
     """Characters that ``ids`` decode to completely (a guess for where a cut falls)."""
     return len(enc.decode_bytes(ids).decode("utf-8", errors="ignore"))
 
 
-def _result(enc: Encoding, text: str, head: int, tail: int) -> TruncateResult:
+def _result(enc: Tokenizer, text: str, head: int, tail: int) -> TruncateResult:
     ids = enc.encode_ordinary(text)
     return TruncateResult(text, ids, len(ids), True, head, tail)

@@ -309,7 +309,7 @@ class TestImportFormats:
         with pytest.raises(InvalidInput, match="--format"):
             read_tokenizer_files([odd])
         with pytest.raises(InvalidInput, match="format"):
-            read_tokenizer_files([odd], fmt="sentencepiece")
+            read_tokenizer_files([odd], fmt="word2vec")
 
     @pytest.mark.parametrize("item", ["x", "=1", "<s>=", "<s>=a"])
     def test_parse_special_refuses(self, item: str) -> None:

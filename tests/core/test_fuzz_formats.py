@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.hf_format import format_hf_tokenizer_json
-from tokend.core.interop import read_tokenizer_files
+from tokend.core.interop import FileParts, read_tokenizer_files
 from tokend.core.train import train_bpe
 
 DOCUMENTED = (CorruptData, InvalidInput)
@@ -75,6 +75,9 @@ def read(files: dict[str, bytes], fmt: str, pattern: str | None = "gpt2") -> Non
         try:
             parts = read_tokenizer_files(paths, fmt=fmt, pattern=pattern)
         except DOCUMENTED:
+            return
+        if isinstance(parts, FileParts):  # a tokenizer.json kept whole: it loaded
+            assert parts.data
             return
         assert isinstance(parts.ranks, dict)
 

@@ -451,8 +451,8 @@ class TestOpen:
 
 
 class TestLoad:
-    def test_load_gives_tiktoken_ids_and_is_cached(self, reg: Registry) -> None:
-        """load() builds an Encoding equal to tiktoken on the same table, once per version."""
+    def test_load_gives_tiktoken_ids(self, reg: Registry) -> None:
+        """load() builds an Encoding equal to tiktoken on the same table."""
         import tiktoken
 
         publish(reg)
@@ -469,9 +469,9 @@ class TestLoad:
         assert enc.encode(text, allowed_special="all") == reference.encode(
             text, allowed_special="all"
         )
-        assert reg.load("tok@1")[1] is enc
-        assert reg.load("tok")[1] is not enc
-        assert reg.load("tok")[1] is reg.load("tok@2")[1]
+        # No cache here: each load builds anew (the server's table is the one cache).
+        assert reg.load("tok@1")[1] is not enc
+        assert reg.load("tok")[1].n_vocab == reg.load("tok@2")[1].n_vocab == enc.n_vocab + 20
 
     def test_corrupt_version_is_never_served(self, reg: Registry) -> None:
         publish(reg)

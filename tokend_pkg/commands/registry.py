@@ -16,15 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core.errors import InvalidInput, TokendError
+from tokend.core.formats import atomic_write_bytes
 from tokend.core.interop import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
+    FileParts,
     export_tokenizer,
     parse_special,
     read_tokenizer_files,
 )
 from tokend.core.manifest import pattern_name
 from tokend.core.registry import Registry
+from tokend.core.tokenizer import NORMALIZER_FORMS
 from tokend.server.config import default_registry_dir
 
 Handler = Callable[[Registry, argparse.Namespace], int]
@@ -73,9 +76,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="extend",
         required=True,
         metavar="PATH",
-        help="a .tiktoken file, a tokenizer.json, or vocab.json + merges.txt (or their folder)",
+        help="a tokenizer.json (any model type), a SentencePiece .model, a Tekken .json, a "
+        ".tiktoken file, or vocab.json + merges.txt (or their folder)",
     )
-    p.add_argument("--format", choices=IMPORT_FORMATS, help="default: guessed from the file")
+    p.add_argument(
+        "--format", choices=IMPORT_FORMATS, help="default: read from the file's contents"
+    )
+    p.add_argument(
+        "--normalizer",
+        choices=NORMALIZER_FORMS,
+        help="Unicode normalization applied before BPE (rank tables only; recorded in the "
+        "manifest)",
+    )
     p.add_argument(
         "--pattern",
         metavar="NAME|REGEX",
@@ -239,12 +251,29 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
         pattern=args.pattern,
         special_tokens=parse_special(args.special),
     )
+    if isinstance(parts, FileParts):
+        if args.normalizer is not None:
+            raise InvalidInput(
+                f"--normalizer applies to rank tables; a {parts.fmt} file carries its own"
+            )
+        info = registry.publish_file(
+            args.name, fmt=parts.fmt, data=parts.data, training={"imported_from": parts.source}
+        )
+        if args.json:
+            _print_json({"ref": info.ref, "name": info.name, "version": info.version,
+                         "notes": parts.notes, "manifest": info.manifest})
+        else:
+            print(f"imported {info.ref} ({parts.fmt}, n_vocab {info.manifest['n_vocab']}, "
+                  f"{len(info.manifest['special_tokens'])} special)")
+        return 0
     info = registry.publish(
         args.name,
         ranks=parts.ranks,
         pat_str=parts.pat_str,
         special_tokens=parts.special_tokens,
         training={"imported_from": parts.source},
+        normalizer=args.normalizer,
+        original=parts.original,
     )
     if args.json:
         _print_json(
@@ -269,6 +298,19 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
 
 def _export(registry: Registry, args: argparse.Namespace) -> int:
     data = registry.load_data(args.ref)
+    if args.format == "original" or data.file is not None:
+        if args.format != "original":
+            raise InvalidInput(
+                f"{data.resolved.ref} holds a {data.fmt} file; export it with --format original"
+            )
+        if data.original is None:
+            raise InvalidInput(f"{data.resolved.ref} is a built-in: it has no original file")
+        atomic_write_bytes(args.out, data.original)
+        if args.json:
+            _print_json({"ref": data.resolved.ref, "format": "original", "out": str(args.out)})
+        else:
+            print(f"wrote {args.out} (the imported file of {data.resolved.ref}, unchanged)")
+        return 0
     export_tokenizer(
         args.out,
         fmt=args.format,

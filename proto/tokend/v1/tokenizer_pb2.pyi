@@ -153,9 +153,15 @@ class EncodeRequest(_message.Message):
     TEXTS_FIELD_NUMBER: _builtins.int
     SPECIAL_TOKENS_FIELD_NUMBER: _builtins.int
     INCLUDE_DETAILS_FIELD_NUMBER: _builtins.int
+    ADD_SPECIAL_TOKENS_FIELD_NUMBER: _builtins.int
     tokenizer: _builtins.str
     include_details: _builtins.bool
     """Also return per-token detail (piece bytes, byte offsets, special flag)."""
+    add_special_tokens: _builtins.bool
+    """Frame each text's ids with the model's own special tokens (its tokenizer.json
+    post-processor: [CLS] ... [SEP], <s> ...). Off by default, as counting for an API wants;
+    tokenizers without a post-processor (tiktoken-style) are unchanged.
+    """
     @_builtins.property
     def texts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """One result per text, in order."""
@@ -169,10 +175,11 @@ class EncodeRequest(_message.Message):
         texts: _abc.Iterable[_builtins.str] | None = ...,
         special_tokens: Global___SpecialTokenPolicy | None = ...,
         include_details: _builtins.bool = ...,
+        add_special_tokens: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["special_tokens", b"special_tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_details", b"include_details", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["add_special_tokens", b"add_special_tokens", "include_details", b"include_details", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -566,6 +573,7 @@ class CountTokensRequest(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     TOOLS_JSON_FIELD_NUMBER: _builtins.int
     TOOL_CHOICE_FIELD_NUMBER: _builtins.int
+    ADD_SPECIAL_TOKENS_FIELD_NUMBER: _builtins.int
     tokenizer: _builtins.str
     plain_text: _builtins.bool
     """Count messages' fields as plain text only, without the chat framing tokens."""
@@ -581,6 +589,8 @@ class CountTokensRequest(_message.Message):
     """Tool definitions, as the JSON array of an OpenAI request's "tools"."""
     tool_choice: _builtins.str
     """"auto", "none", "required", or a function's name."""
+    add_special_tokens: _builtins.bool
+    """Count each of `texts` with the model's framing special tokens (see EncodeRequest)."""
     @_builtins.property
     def texts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Counted one by one: counts[i] is the count of texts[i]."""
@@ -607,10 +617,11 @@ class CountTokensRequest(_message.Message):
         model: _builtins.str = ...,
         tools_json: _builtins.str = ...,
         tool_choice: _builtins.str = ...,
+        add_special_tokens: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "max_tokens", b"max_tokens", "special_tokens", b"special_tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "max_tokens", b"max_tokens", "messages", b"messages", "model", b"model", "plain_text", b"plain_text", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer", "tool_choice", b"tool_choice", "tools_json", b"tools_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens", "add_special_tokens", b"add_special_tokens", "max_tokens", b"max_tokens", "messages", b"messages", "model", b"model", "plain_text", b"plain_text", "special_tokens", b"special_tokens", "texts", b"texts", "tokenizer", b"tokenizer", "tool_choice", b"tool_choice", "tools_json", b"tools_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__max_tokens: _TypeAlias = _typing.Literal["max_tokens"]  # noqa: Y015
     _WhichOneofArgType__max_tokens: _TypeAlias = _typing.Literal["_max_tokens", b"_max_tokens"]  # noqa: Y015

@@ -1,0 +1,79 @@
+"""HF ``tokenizer.json`` of any model type -> :class:`PipelineTokenizer`.
+
+Every component is built by its stage's ``from_json``; one that tokend cannot reproduce
+exactly is refused with its JSON path. ``truncation`` and ``padding`` are ignored: a count
+for an API call wants every token of the text, never a cut or padded sequence.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.pipeline import decoders, models, normalizers, post_processors, pre_tokenizers
+from tokend.core.pipeline.added_tokens import AddedToken
+from tokend.core.pipeline.tokenizer import PipelineTokenizer
+
+
+def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> dict[str, Any]:
+    """The JSON object of a tokenizer.json, checked to have a ``model``."""
+    try:
+        raw = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptData(f"{source}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
+        raise CorruptData(f"{source}: expected a tokenizer.json object with a 'model'")
+    return raw
+
+
+def tokenizer_from_json(
+    raw: dict[str, Any], *, name: str, source: str = "tokenizer.json",
+    cache_entries: int | None = None,
+) -> PipelineTokenizer:
+    """Assemble the pipeline described by a parsed tokenizer.json."""
+
+    def part(key: str) -> Any:
+        return raw.get(key)
+
+    try:
+        model = models.from_json(raw["model"], "model")
+        normalizer = (
+            normalizers.from_json(part("normalizer")) if part("normalizer") is not None else None
+        )
+        pre_tokenizer = (
+            pre_tokenizers.from_json(part("pre_tokenizer"))
+            if part("pre_tokenizer") is not None else None
+        )
+        post_processor = (
+            post_processors.from_json(part("post_processor"))
+            if part("post_processor") is not None else None
+        )
+        decoder = decoders.from_json(part("decoder")) if part("decoder") is not None else None
+        added_raw = part("added_tokens") or []
+        if not isinstance(added_raw, list):
+            raise CorruptData("added_tokens is not a list")
+        added = [AddedToken.from_json(t, f"added_tokens[{i}]") for i, t in enumerate(added_raw)]
+    except (CorruptData, InvalidInput) as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+    kwargs: dict[str, Any] = {}
+    if cache_entries is not None:
+        kwargs["cache_entries"] = cache_entries
+    return PipelineTokenizer(
+        name,
+        model=model,
+        normalizer=normalizer,
+        pre_tokenizer=pre_tokenizer,
+        post_processor=post_processor,
+        decoder=decoder,
+        added_tokens=added,
+        **kwargs,
+    )
+
+
+def load_tokenizer_json(
+    data: bytes, *, name: str, source: str = "tokenizer.json", cache_entries: int | None = None
+) -> PipelineTokenizer:
+    """Parse and assemble a tokenizer.json's bytes."""
+    raw = parse_tokenizer_json(data, source=source)
+    return tokenizer_from_json(raw, name=name, source=source, cache_entries=cache_entries)

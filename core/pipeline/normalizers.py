@@ -1,0 +1,254 @@
+"""Normalizers: text -> text before pre-tokenization, one class per HF ``normalizers`` type.
+
+Each works on a plain ``str`` (tokend reports offsets in the decoded text, so it needs no
+alignment tracking). Semantics follow HF ``tokenizers/src/normalizers/*.rs``; where Rust and
+Python disagree on a Unicode definition (whitespace, lowercasing Σ) the Rust one is spelled out.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from tokend.core.errors import CorruptData
+from tokend.core.formats import bytes_to_unicode
+from tokend.core.pipeline._config import (
+    WHITESPACE,
+    compile_pattern,
+    component_type,
+    field,
+    unsupported,
+)
+from tokend.core.pipeline.charsmap import CharsMap
+
+
+class Normalizer:
+    """Base: ``normalize(text) -> text``."""
+
+    def normalize(self, text: str) -> str:
+        raise NotImplementedError
+
+
+class Unicode(Normalizer):
+    """NFC / NFD / NFKC / NFKD."""
+
+    def __init__(self, form: str) -> None:
+        self.form: Any = form
+
+    def normalize(self, text: str) -> str:
+        return text if text.isascii() else unicodedata.normalize(self.form, text)
+
+
+class Lowercase(Normalizer):
+    """Rust's per-character ``to_lowercase`` (no final-sigma rule, unlike ``str.lower``)."""
+
+    def normalize(self, text: str) -> str:
+        if "Σ" not in text:
+            return text.lower()
+        return "".join(c.lower() for c in text)
+
+
+class Strip(Normalizer):
+    """Strip Unicode White_Space on the left and/or right."""
+
+    def __init__(self, left: bool, right: bool) -> None:
+        self.left, self.right = left, right
+
+    def normalize(self, text: str) -> str:
+        if self.left:
+            text = text.lstrip(WHITESPACE)
+        if self.right:
+            text = text.rstrip(WHITESPACE)
+        return text
+
+
+class StripAccents(Normalizer):
+    """Drop combining marks (categories Mn, Mc, Me); usually after NFD."""
+
+    def normalize(self, text: str) -> str:
+        if text.isascii():
+            return text
+        return "".join(c for c in text if not unicodedata.category(c).startswith("M"))
+
+
+class Replace(Normalizer):
+    """Replace every match of a literal or regex with ``content``."""
+
+    def __init__(self, pattern: regex.Pattern[str], content: str) -> None:
+        self.pattern, self.content = pattern, content
+
+    def normalize(self, text: str) -> str:
+        content = self.content
+        return self.pattern.sub(lambda _m: content, text)
+
+
+class Prepend(Normalizer):
+    """Prepend a string to any non-empty text."""
+
+    def __init__(self, prepend: str) -> None:
+        self.prepend = prepend
+
+    def normalize(self, text: str) -> str:
+        return self.prepend + text if text else text
+
+
+# BERT's control test is Rust's unicode_categories ``is_other``: Cc, Cf, Co, Cs (not the
+# unassigned Cn), plus NUL and U+FFFD; \t \n \r are spaces instead.
+_BERT_CONTROL = regex.compile(r"[[\p{Cc}\p{Cf}\p{Co}\p{Cs}\x00\ufffd]--[\t\n\r]]", regex.V1)
+_BERT_SPACE = regex.compile(r"[\t\n\r\p{White_Space}]")
+_CJK = regex.compile(
+    "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
+    "\U0002b740-\U0002b81f\U0002b920-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]"
+)
+
+
+class BertNormalizer(Normalizer):
+    """BERT's cleanup: drop controls, whitespace -> space, pad CJK, strip accents, lowercase."""
+
+    def __init__(
+        self, *, clean_text: bool, handle_chinese_chars: bool, strip_accents: bool | None,
+        lowercase: bool,
+    ) -> None:
+        self.clean_text = clean_text
+        self.handle_chinese_chars = handle_chinese_chars
+        self.strip_accents = lowercase if strip_accents is None else strip_accents
+        self.lowercase = lowercase
+
+    def normalize(self, text: str) -> str:
+        ascii_only = text.isascii()
+        if self.clean_text and not (ascii_only and text.isprintable()):
+            # subtle: controls go first, so \x0c and \x85 (controls *and* spaces) are dropped.
+            text = _BERT_SPACE.sub(" ", _BERT_CONTROL.sub("", text))
+        if self.handle_chinese_chars and not ascii_only:
+            text = _CJK.sub(r" \g<0> ", text)
+        if self.strip_accents and not ascii_only:
+            text = "".join(  # BERT drops only non-spacing marks (Mn), unlike StripAccents
+                c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+            )
+        if self.lowercase:
+            text = Lowercase().normalize(text)
+        return text
+
+
+_NMT_DROP = frozenset(
+    [chr(c) for c in range(0x01, 0x09)] + ["\x0b"] + [chr(c) for c in range(0x0E, 0x20)]
+    + ["\x7f", "\x8f", "\x9f"]
+)
+_NMT_SPACE = frozenset(
+    ["\t", "\n", "\x0c", "\r", "\u1680", "\u2028", "\u2029", "\u2581", "\ufeff", "\ufffd"]
+    + [chr(c) for c in range(0x200B, 0x2010)]
+)
+
+
+class Nmt(Normalizer):
+    """SentencePiece's ``nmt`` cleanup: drop ASCII controls, map odd spaces to a space."""
+
+    def normalize(self, text: str) -> str:
+        return "".join(
+            "" if c in _NMT_DROP else " " if c in _NMT_SPACE else c for c in text
+        )
+
+
+class Precompiled(Normalizer):
+    """SentencePiece's precompiled charsmap, applied the way HF does: per grapheme cluster
+    (under 6 bytes) and otherwise per character, each by its shortest matching key."""
+
+    def __init__(self, charsmap: CharsMap) -> None:
+        self.charsmap = charsmap
+
+    def normalize(self, text: str) -> str:
+        if not text or self.charsmap.first_bytes.search(text.encode("utf-8", "surrogatepass")) \
+                is None:
+            return text
+        transform = self.charsmap.transform
+        out: list[str] = []
+        for grapheme in regex.findall(r"\X", text):
+            if len(grapheme.encode("utf-8", "surrogatepass")) < 6:
+                norm = transform(grapheme)
+                if norm is not None:
+                    out.append(norm)
+                    continue
+            for c in grapheme:
+                norm = transform(c)
+                out.append(c if norm is None else norm)
+        return "".join(out)
+
+
+class Sequence(Normalizer):
+    """Apply normalizers in order (an empty sequence changes nothing)."""
+
+    def __init__(self, normalizers: list[Normalizer]) -> None:
+        self.normalizers = normalizers
+
+    def normalize(self, text: str) -> str:
+        for normalizer in self.normalizers:
+            text = normalizer.normalize(text)
+        return text
+
+
+class ByteLevel(Normalizer):
+    """Map every UTF-8 byte to GPT-2's printable alphabet."""
+
+    def normalize(self, text: str) -> str:
+        table = bytes_to_unicode()
+        return "".join(table[b] for b in text.encode("utf-8", "surrogatepass"))
+
+
+def _precompiled(obj: dict[str, Any], path: str) -> Normalizer:
+    raw = field(obj, "precompiled_charsmap", str, path, default="")
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except binascii.Error:
+        raise CorruptData(f"{path}.precompiled_charsmap is not base64") from None
+    if not blob:
+        return Sequence([])  # HF treats an empty charsmap as the identity
+    return Precompiled(CharsMap(blob, source=f"{path}.precompiled_charsmap"))
+
+
+def _sequence(obj: dict[str, Any], path: str) -> Normalizer:
+    items = field(obj, "normalizers", list, path)
+    return Sequence([from_json(item, f"{path}.normalizers[{i}]") for i, item in enumerate(items)])
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any], str], Normalizer]] = {
+    "NFC": lambda o, p: Unicode("NFC"),
+    "NFD": lambda o, p: Unicode("NFD"),
+    "NFKC": lambda o, p: Unicode("NFKC"),
+    "NFKD": lambda o, p: Unicode("NFKD"),
+    "Lowercase": lambda o, p: Lowercase(),
+    "Strip": lambda o, p: Strip(
+        field(o, "strip_left", bool, p, default=True), field(o, "strip_right", bool, p, True)
+    ),
+    "StripAccents": lambda o, p: StripAccents(),
+    "Replace": lambda o, p: Replace(
+        compile_pattern(o.get("pattern"), f"{p}.pattern"), field(o, "content", str, p)
+    ),
+    "Prepend": lambda o, p: Prepend(field(o, "prepend", str, p)),
+    "BertNormalizer": lambda o, p: BertNormalizer(
+        clean_text=field(o, "clean_text", bool, p, default=True),
+        handle_chinese_chars=field(o, "handle_chinese_chars", bool, p, default=True),
+        strip_accents=field(o, "strip_accents", bool, p, default=None),
+        lowercase=field(o, "lowercase", bool, p, default=True),
+    ),
+    "Nmt": lambda o, p: Nmt(),
+    "Precompiled": _precompiled,
+    "Sequence": _sequence,
+    "ByteLevel": lambda o, p: ByteLevel(),
+}
+
+NAMES = ("NFC", "NFD", "NFKC", "NFKD")
+
+
+def from_json(obj: object, path: str = "normalizer") -> Normalizer:
+    """Build a normalizer from its ``tokenizer.json`` object; refuse unknown types."""
+    kind = component_type(obj, path)
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        unsupported(f"normalizer {kind!r}", path, f"known: {', '.join(sorted(_BUILDERS))}")
+    assert isinstance(obj, dict)
+    return builder(obj, path)

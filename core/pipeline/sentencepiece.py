@@ -1,0 +1,291 @@
+"""SentencePiece's own stages (the ``sentencepiece`` library's semantics, not HF's ports).
+
+- :class:`SentencePieceNormalizer`: the precompiled charsmap by longest match, then
+  ``remove_extra_whitespaces``, ``add_dummy_prefix`` and spaces -> ▁;
+- :class:`SentencePieceBPE`: merges by piece *score* (highest first, leftmost on ties),
+  user-defined symbols never merged, unknown runs fused or byte-fallen-back;
+- :class:`SentencePieceUnigram`: Viterbi with float32 path scores, as the C++ sums them;
+- :class:`SentencePieceDecoder`: control pieces vanish, ``<0xNN>`` runs become UTF-8, one
+  leading ▁ is dropped.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import regex
+
+from tokend.core.pipeline.charsmap import CharsMap
+from tokend.core.pipeline.decoders import Decoder, byte_of
+from tokend.core.pipeline.models import UNK_PENALTY, Model, byte_token
+from tokend.core.pipeline.normalizers import Normalizer
+from tokend.core.pipeline.pre_tokenizers import Piece, PreTokenizer
+
+SPACE = "▁"
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+
+
+def f32(x: float) -> float:
+    """Round to float32, as SentencePiece stores scores and path sums."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+class _UserDefined:
+    """Longest-match of user-defined symbols (SentencePiece's PrefixMatcher)."""
+
+    def __init__(self, symbols: Sequence[str]) -> None:
+        ordered = sorted(set(symbols), key=lambda s: (-len(s), s))
+        self.pattern = regex.compile("|".join(map(regex.escape, ordered))) if ordered else None
+
+    def match(self, text: str, pos: int) -> int:
+        """Length of the longest symbol at ``pos`` (0 if none)."""
+        if self.pattern is None:
+            return 0
+        found = self.pattern.match(text, pos)
+        return found.end() - pos if found else 0
+
+
+class SentencePieceNormalizer(Normalizer):
+    """Charsmap by longest match, whitespace cleanup, dummy prefix, spaces -> ▁."""
+
+    def __init__(
+        self, charsmap: CharsMap | None, *, add_dummy_prefix: bool,
+        remove_extra_whitespaces: bool, escape_whitespaces: bool,
+        user_defined: Sequence[str] = (),
+    ) -> None:
+        self.charsmap = charsmap
+        self.add_dummy_prefix = add_dummy_prefix
+        self.remove_extra_whitespaces = remove_extra_whitespaces
+        self.escape_whitespaces = escape_whitespaces
+        self.user_defined = _UserDefined(user_defined)
+
+    def _pieces(self, text: str) -> list[str]:
+        if self.charsmap is None:
+            return [text]
+        if self.user_defined.pattern is None:
+            return [norm for _orig, norm in self.charsmap.normalize_longest(text)]
+        out: list[str] = []
+        start = 0
+        for match in self.user_defined.pattern.finditer(text):
+            out += [n for _o, n in self.charsmap.normalize_longest(text[start:match.start()])]
+            out.append(match.group())  # user-defined symbols pass through unnormalized
+            start = match.end()
+        out += [n for _o, n in self.charsmap.normalize_longest(text[start:])]
+        return out
+
+    def normalize(self, text: str) -> str:
+        if not text:
+            return ""
+        normalized = "".join(self._pieces(text))
+        if self.remove_extra_whitespaces:
+            normalized = regex.sub(" +", " ", normalized).strip(" ")
+            if not normalized:
+                return ""
+        if self.add_dummy_prefix:
+            normalized = " " + normalized
+        return normalized.replace(" ", SPACE) if self.escape_whitespaces else normalized
+
+
+_WORD_START = regex.compile(f"(?<=[^{SPACE}])(?={SPACE})")
+
+
+def splits_words(pieces: Sequence[str]) -> bool:
+    """Whether no piece holds a ▁ right after another character than ▁ (``a▁``), so that no
+    piece, merge or Viterbi path can cross a cut made there (``▁▁`` runs are fine)."""
+    return not any(regex.search(f"[^{SPACE}]{SPACE}", p) for p in pieces)
+
+
+class WordsBeforeSpace(PreTokenizer):
+    """Cut where a run of ▁ starts after another character (exact when :func:`splits_words`
+    holds for the vocabulary, which the loader checks); the run stays with its word."""
+
+    def split(self, piece: Piece) -> list[Piece]:
+        text, at_start = piece
+        words = _WORD_START.split(text)
+        return [(w, at_start and i == 0) for i, w in enumerate(words) if w]
+
+
+class _SentencePieceModel(Model):
+    """Pieces, types and the unknown / byte-fallback rules shared by BPE and Unigram."""
+
+    def __init__(self, pieces: Sequence[tuple[str, float, int]], *, byte_fallback: bool) -> None:
+        self.vocab = {}
+        self.types: dict[str, int] = {}
+        self.scores: dict[str, float] = {}
+        self.unk_id = 0
+        for i, (piece, score, kind) in enumerate(pieces):
+            self.vocab.setdefault(piece, i)
+            self.types.setdefault(piece, kind)
+            if kind in (NORMAL, USER_DEFINED, UNUSED):
+                self.scores.setdefault(piece, score)
+            if kind == UNKNOWN:
+                self.unk_id = i
+        self.byte_fallback = byte_fallback
+        self.user_defined = _UserDefined([p for p, _s, k in pieces if k == USER_DEFINED])
+
+    def _ids(self, pieces: list[str]) -> list[int]:
+        """Piece strings -> ids: unknowns become bytes (byte_fallback) or one fused unk."""
+        ids: list[int] = []
+        prev_unk = False
+        for piece in pieces:
+            token_id = self.vocab.get(piece) if piece in self.scores else None
+            if token_id is None:
+                if self.byte_fallback:
+                    ids += [self.vocab[byte_token(b)] for b in piece.encode("utf-8")]
+                elif not prev_unk:
+                    ids.append(self.unk_id)
+                prev_unk = not self.byte_fallback
+                continue
+            ids.append(token_id)
+            prev_unk = False
+        return ids
+
+
+class SentencePieceBPE(_SentencePieceModel):
+    """SentencePiece BPE: repeatedly merge the adjacent pair whose union scores highest."""
+
+    def tokenize(self, word: str) -> list[int]:
+        symbols: list[str] = []
+        frozen: list[bool] = []
+        i = 0
+        while i < len(word):
+            length = self.user_defined.match(word, i)
+            symbols.append(word[i : i + (length or 1)])
+            frozen.append(bool(length))
+            i += length or 1
+        scores = self.scores
+        while len(symbols) > 1:
+            best_at, best = -1, 0.0
+            for j in range(len(symbols) - 1):
+                if frozen[j] or frozen[j + 1]:
+                    continue
+                score = scores.get(symbols[j] + symbols[j + 1])
+                if score is not None and (best_at < 0 or score > best):
+                    best_at, best = j, score
+            if best_at < 0:
+                break
+            symbols[best_at : best_at + 2] = [symbols[best_at] + symbols[best_at + 1]]
+            frozen[best_at : best_at + 2] = [False]
+        return self._ids(symbols)
+
+
+class SentencePieceUnigram(_SentencePieceModel):
+    """SentencePiece unigram: the best-scoring segmentation, path sums in float32."""
+
+    def __init__(self, pieces: Sequence[tuple[str, float, int]], *, byte_fallback: bool) -> None:
+        super().__init__(pieces, byte_fallback=byte_fallback)
+        normal = [s for p, s, k in pieces if k == NORMAL]
+        self.min_score = min(normal, default=0.0)
+        self.max_score = max(normal, default=0.0)
+        self._lengths: dict[str, list[int]] = {}
+        for piece, kind in self.types.items():
+            if kind in (NORMAL, USER_DEFINED):
+                self._lengths.setdefault(piece[0], []).append(len(piece))
+        for lengths in self._lengths.values():
+            lengths.sort()
+
+    def tokenize(self, word: str) -> list[int]:
+        n = len(word)
+        unk_score = f32(self.min_score - UNK_PENALTY)
+        best = [0.0] * (n + 1)
+        start_of = [-1] * (n + 1)
+        types, scores = self.types, self.scores
+        for i in range(n):
+            here = best[i]
+            single = False
+            for length in self._lengths.get(word[i], ()):
+                end = i + length
+                if end > n:
+                    break
+                piece = word[i:end]
+                kind = types.get(piece)
+                if kind == NORMAL:
+                    candidate = f32(scores[piece] + here)
+                elif kind == USER_DEFINED:
+                    # subtle: computed in double (0.1 is a double) and compared so.
+                    byte_len = len(piece.encode("utf-8"))
+                    candidate = (f32(byte_len * self.max_score) - 0.1) + here
+                else:
+                    continue
+                if start_of[end] < 0 or candidate > best[end]:
+                    best[end], start_of[end] = f32(candidate), i
+                if length == 1:
+                    single = True
+            if not single:
+                candidate = f32(unk_score + here)
+                if start_of[i + 1] < 0 or candidate > best[i + 1]:
+                    best[i + 1], start_of[i + 1] = candidate, i
+        pieces: list[str] = []
+        end = n
+        while end > 0:
+            pieces.append(word[start_of[end] : end])
+            end = start_of[end]
+        pieces.reverse()
+        return self._ids(pieces)
+
+
+class SentencePieceDecoder(Decoder):
+    """SentencePiece's detokenizer (see the module docstring)."""
+
+    def __init__(self, types: dict[str, int], *, strip_leading_space: bool,
+                 remove_extra_whitespaces: bool, unk_surface: str, unk_piece: str) -> None:
+        self.types = types
+        self.strip_leading_space = strip_leading_space
+        self.remove_extra_whitespaces = remove_extra_whitespaces
+        self.unk_surface, self.unk_piece = unk_surface, unk_piece
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        out: list[str] = []
+        pending = bytearray()
+        text_len = 0
+        is_bos_ws = True  # sticky: once text exists (or a ▁ was consumed) it stays False
+        bos_ws_seen = False
+        for token in tokens:
+            kind = self.types.get(token)
+            byte = byte_of(token) if kind == BYTE else None
+            if byte is not None:
+                pending.append(byte)
+                continue
+            if pending:
+                out.append(decode_bytes_per_char(bytes(pending)))
+                text_len += len(out[-1])
+                pending.clear()
+            if bos_ws_seen or text_len:
+                is_bos_ws = False
+            bos_ws_seen = False
+            if kind == CONTROL:
+                piece = ""
+            elif kind == UNKNOWN:
+                piece = self.unk_surface if token == self.unk_piece else token
+            else:
+                piece = token
+                if is_bos_ws and self.strip_leading_space and piece.startswith(SPACE):
+                    piece = piece[1:]
+                    bos_ws_seen = not self.remove_extra_whitespaces
+                piece = piece.replace(SPACE, " ")
+            out.append(piece)
+            text_len += len(piece)
+        if pending:
+            out.append(decode_bytes_per_char(bytes(pending)))
+        return out
+
+
+def decode_bytes_per_char(data: bytes) -> str:
+    """UTF-8 decoding where each invalid byte becomes one U+FFFD (SentencePiece's rule)."""
+    out: list[str] = []
+    i = 0
+    while i < len(data):
+        lead = data[i]
+        size = 1 if lead < 0x80 else 2 if 0xC2 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 \
+            else 4 if 0xF0 <= lead < 0xF5 else 0
+        if size:
+            try:
+                out.append(data[i : i + size].decode("utf-8"))
+                i += size
+                continue
+            except UnicodeDecodeError:
+                pass
+        out.append("\ufffd")
+        i += 1
+    return "".join(out)

