@@ -107,6 +107,9 @@ cdef struct Table:
     int32_t* ids
     int32_t n
     int32_t byte_index[256]  # index of each single byte's token, NO_TOKEN if it has none
+    # subtle: the rank of every two-byte token by its bytes (NO_RANK where none), 256 KiB:
+    # BPE starts by ranking every adjacent byte pair, and an array read beats a hash probe.
+    int32_t* pair_rank  # [first byte << 8 | second byte]
 
 
 cdef enum:
@@ -154,7 +157,10 @@ cdef inline const Slot* _find(const Table* t, const unsigned char* p, Py_ssize_t
 cdef inline int32_t _pair_rank(
     const Table* t, const unsigned char* p, Py_ssize_t start, Py_ssize_t end
 ) noexcept nogil:
-    cdef const Slot* slot = _find(t, p + start, end - start)
+    cdef const Slot* slot
+    if end - start == 2:
+        return t.pair_rank[p[start] << 8 | p[start + 1]]
+    slot = _find(t, p + start, end - start)
     return NO_RANK if slot == NULL else slot.index
 
 
@@ -655,6 +661,7 @@ cdef class CompiledEngine:
         free(self.table.data)
         free(self.table.offsets)
         free(self.table.ids)
+        free(self.table.pair_rank)
         free(self.dec_data)
         free(self.dec_off)
         free(self.dec_len)
@@ -676,8 +683,11 @@ cdef class CompiledEngine:
         t.data = <unsigned char*>malloc(total + 1)
         t.offsets = <int64_t*>malloc((t.n + 1) * sizeof(int64_t))
         t.ids = <int32_t*>malloc((t.n + 1) * sizeof(int32_t))
-        if not t.slots or not t.data or not t.offsets or not t.ids:
+        t.pair_rank = <int32_t*>malloc(65536 * sizeof(int32_t))
+        if not t.slots or not t.data or not t.offsets or not t.ids or not t.pair_rank:
             raise MemoryError()
+        for k in range(65536):
+            t.pair_rank[k] = NO_RANK
         for i in range(capacity):
             t.slots[i].index = NO_TOKEN
         for k in range(256):
@@ -691,6 +701,8 @@ cdef class CompiledEngine:
             t.ids[k] = ids[token]
             if len(token) == 1:
                 t.byte_index[token[0]] = k
+            elif len(token) == 2:
+                t.pair_rank[token[0] << 8 | token[1]] = k
         t.offsets[t.n] = total
         for k in range(t.n):
             h = _slot_hash(t.data + t.offsets[k], t.offsets[k + 1] - t.offsets[k], &key)
