@@ -189,7 +189,7 @@ class TestLongPieces:
         ref = reference(name)
         alphabets = ["a", "ab", "abcdefghijklmnopqrstuvwxyz", "0123456789", "éà", "日本語"]
         for alphabet in alphabets:
-            for size in (65, 200, 3_000, 40_000):
+            for size in (65, 200, 3_000, 16_384, 40_000):
                 text = "".join(rng.choice(alphabet) for _ in range(size))
                 assert enc.encode_ordinary(text) == ref.encode_ordinary(text), (alphabet, size)
         spaces = " " * 5_000 + "x"
