@@ -6,6 +6,7 @@ port 0; ``worker.py`` runs it in each process started by the supervisor.
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from concurrent import futures
@@ -83,17 +84,26 @@ class TokendServer:
         log_event("stopped", port=self.port)
 
     def update_gauges(self) -> None:
-        """Publish the cache and handler-pool counters as gauges (on the poll tick, so calls
-        pay nothing for them)."""
+        """Publish the cache and handler-pool counters, the process's resources and the loaded
+        versions as gauges (on the poll tick, so calls pay nothing for them)."""
+        metrics.update_process_gauges(worker_slot())
+        loaded = self.tokenizers.loaded()
+        metrics.publish_tokenizers(loaded)
         waited, waiting = self.executor.waits()
         CALLS_WAITED.set(waited)
         CALLS_WAITING.set(waiting)
-        for ref, encoding in self.tokenizers.loaded().items():
+        for ref, encoding in loaded.items():
             info = encoding.cache_info()
             CACHE_HITS.labels(ref).set(info.hits)
             CACHE_MISSES.labels(ref).set(info.misses)
             CACHE_EVICTIONS.labels(ref).set(info.evictions)
             CACHE_ENTRIES.labels(ref).set(info.entries)
+
+
+def worker_slot() -> str:
+    """This worker's slot number ("0" in-process): the supervisor names them tokend-worker-N."""
+    name = multiprocessing.current_process().name
+    return name.rpartition("-")[2] if name.startswith("tokend-worker-") else "0"
 
 
 def end_health_watches(servicer: health.HealthServicer) -> None:

@@ -7,7 +7,8 @@ Around each call it
   (``authorization: Bearer <token>``) on the admin methods;
 - turns a ``TokendError`` into its status code (errors.py) and any other exception into
   INTERNAL (logged with its traceback, never sent to the client);
-- counts the call and its latency by method and status code.
+- counts the call and its latency by method and status code, in tokend's own families and in
+  the standard ``grpc_server_*`` ones (metrics.py says which calls those cannot see).
 Health checking and reflection pass through untouched.
 """
 
@@ -38,6 +39,7 @@ from tokend.server.logs import log_enabled, log_event
 from tokend.server.wire import Undecodable, lenient
 
 SERVICE_PREFIX = "/tokend.v1.TokenizerService/"
+SERVICE = SERVICE_PREFIX.strip("/")
 ADMIN_METHODS = frozenset({"Train", "CancelTrainJob"})
 REQUEST_ID_KEY = "x-request-id"
 _MAX_REQUEST_ID = 128
@@ -110,7 +112,8 @@ class TokendInterceptor(_Interceptor):
     def __init__(self, state: ServerState, *, admin_token: str | None) -> None:
         self.state = state
         self.admin_token = admin_token
-        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}  # path -> (original, ours)
+        # path -> (original, ours, its grpc_server_started_total child)
+        self._wrapped: dict[str, tuple[_Handler, _Handler, Any]] = {}
 
     def intercept_service(
         self,
@@ -123,35 +126,42 @@ class TokendInterceptor(_Interceptor):
             return handler
         # The service's handlers never change, so each method is wrapped once, not per call.
         cached = self._wrapped.get(method_path)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap_handler(method_path[len(SERVICE_PREFIX) :], handler)
-        self._wrapped[method_path] = (handler, wrapped)
-        return wrapped
+        if cached is None or cached[0] is not handler:
+            method = method_path[len(SERVICE_PREFIX) :]
+            labels = (_grpc_type(handler), SERVICE, method)
+            wrapped = self._wrap_handler(method, labels, handler)
+            cached = (handler, wrapped, metrics.child(metrics.GRPC_STARTED, *labels))
+            self._wrapped[method_path] = cached
+        # Counted here, before grpcio reads the request: a call it then refuses still counts.
+        cached[2].inc()
+        return cached[1]
 
-    def _wrap_handler(self, method: str, handler: _Handler) -> _Handler:
+    def _wrap_handler(self, method: str, labels: _Labels, handler: _Handler) -> _Handler:
         deserializer = handler.request_deserializer
         kwargs = {
             # A request that does not decode reaches the wrapper as an Undecodable (wire.py)
             # instead of failing inside grpcio as an uncounted INTERNAL.
-            "request_deserializer": None if deserializer is None else lenient(deserializer),
+            "request_deserializer": (
+                None if deserializer is None
+                else _counting(lenient(deserializer), method, labels)
+            ),
             "response_serializer": handler.response_serializer,
         }
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.unary_unary, streaming=False), **kwargs
+                self._wrap_unary(method, labels, handler.unary_unary, streaming=False), **kwargs
             )
         if handler.stream_unary is not None:
             return grpc.stream_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.stream_unary, streaming=True), **kwargs
+                self._wrap_unary(method, labels, handler.stream_unary, streaming=True), **kwargs
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(method, handler.unary_stream, streaming=False), **kwargs
+                self._wrap_stream(method, labels, handler.unary_stream, streaming=False), **kwargs
             )
         assert handler.stream_stream is not None
         return grpc.stream_stream_rpc_method_handler(
-            self._wrap_stream(method, handler.stream_stream, streaming=True), **kwargs
+            self._wrap_stream(method, labels, handler.stream_stream, streaming=True), **kwargs
         )
 
     # -- wrappers -------------------------------------------------------------------------
@@ -181,26 +191,32 @@ class TokendInterceptor(_Interceptor):
         return rid
 
     def _wrap_unary(
-        self, method: str, behavior: Callable[..., Any], *, streaming: bool
+        self, method: str, labels: _Labels, behavior: Callable[..., Any], *, streaming: bool
     ) -> Callable[..., Any]:
+        sent = metrics.child(metrics.GRPC_MSG_SENT, *labels)
+
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
             rid = ""
             code = grpc.StatusCode.OK
             try:
                 rid = self._before(method, context)
-                return behavior(_decoded(request, streaming), context)
+                response = behavior(_decoded(request, streaming), context)
+                sent.inc()
+                return response
             except Exception as exc:
                 code = _code_of(exc, context)
                 self._fail(method, context, exc, rid, code)
             finally:
-                _record(method, code, start, rid)
+                _record(method, code, start, rid, labels)
 
         return wrapped
 
     def _wrap_stream(
-        self, method: str, behavior: Callable[..., Any], *, streaming: bool
+        self, method: str, labels: _Labels, behavior: Callable[..., Any], *, streaming: bool
     ) -> Callable[..., Any]:
+        sent = metrics.child(metrics.GRPC_MSG_SENT, *labels)
+
         def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             start = time.perf_counter()
             rid = ""
@@ -209,7 +225,7 @@ class TokendInterceptor(_Interceptor):
 
             def record(final: grpc.StatusCode) -> None:
                 if recorded.acquire(blocking=False):  # once: by the finally or the callback
-                    _record(method, final, start, rid)
+                    _record(method, final, start, rid, labels)
 
             # subtle: when the client cancels while this generator waits at a `yield`, gRPC
             # never resumes it, so the `finally` below would only run at garbage collection.
@@ -217,7 +233,7 @@ class TokendInterceptor(_Interceptor):
             context.add_callback(lambda: record(grpc.StatusCode.CANCELLED))
             try:
                 rid = self._before(method, context, streaming=True)
-                yield from behavior(_decoded(request, streaming), context)
+                yield from _counted(behavior(_decoded(request, streaming), context), sent)
             except Exception as exc:
                 code = _code_of(exc, context)
                 self._fail(method, context, exc, rid, code)
@@ -274,10 +290,52 @@ def _code_of(exc: Exception, context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def _record(method: str, code: grpc.StatusCode, start: float, rid: str) -> None:
+_Labels = tuple[str, str, str]  # (grpc_type, grpc_service, grpc_method)
+
+
+def _grpc_type(handler: _Handler) -> str:
+    """The go-grpc-prometheus ``grpc_type`` of a handler."""
+    if handler.request_streaming:
+        return "bidi_stream" if handler.response_streaming else "client_stream"
+    return "server_stream" if handler.response_streaming else "unary"
+
+
+def _counting(
+    deserialize: Callable[[bytes], Any], method: str, labels: _Labels
+) -> Callable[[bytes], Any]:
+    """Count every request message grpcio hands us (and its bytes) as it is deserialized."""
+    received = metrics.child(metrics.GRPC_MSG_RECEIVED, *labels)
+    received_bytes = metrics.child(metrics.REQUEST_BYTES, method)
+
+    def counted(data: bytes) -> Any:
+        received.inc()
+        received_bytes.inc(len(data))
+        return deserialize(data)
+
+    return counted
+
+
+def _counted(responses: Iterator[Any], sent: Any) -> Iterator[Any]:
+    """``responses``, counting each one sent; closing this closes them."""
+    try:
+        for response in responses:
+            sent.inc()
+            yield response
+    finally:
+        close = getattr(responses, "close", None)
+        if close is not None:
+            close()
+
+
+def _record(
+    method: str, code: grpc.StatusCode, start: float, rid: str, labels: _Labels | None = None
+) -> None:
     seconds = time.perf_counter() - start
+    labels = labels or ("unary", SERVICE, method)
     metrics.child(metrics.RPCS, method, code.name).inc()
     metrics.child(metrics.RPC_SECONDS, method).observe(seconds)
+    metrics.child(metrics.GRPC_HANDLED, *labels, code.name).inc()
+    metrics.child(metrics.GRPC_HANDLING_SECONDS, *labels).observe(seconds)
     # An access log line per call only at DEBUG (--log-level DEBUG): calls are not events.
     if log_enabled(logging.DEBUG):  # (its fields are not even built otherwise)
         log_event("rpc", level=logging.DEBUG, method=method, code=code.name,

@@ -9,8 +9,10 @@ aggregates all of them. Without that variable (in-process tests) the default reg
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import threading
+from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 from typing import TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -87,12 +89,126 @@ DRAINING = Gauge(
     "tokend_draining", "1 while a worker is draining for shutdown", multiprocess_mode="livemax"
 )
 
+# -- the standard gRPC server families (go-grpc-prometheus / py-grpc-prometheus names) ----------
+# Labelled by the TokenizerService's methods only (a fixed set). Calls that grpcio ends before
+# our code runs (a request over --max-message-bytes) are counted in started_total but never
+# in handled_total: grpcio calls no handler and reports no status for them, so
+# ``started - handled`` (summed over methods) is the number grpcio rejected.
+_GRPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"]
+GRPC_STARTED = Counter(
+    "grpc_server_started_total", "RPCs started on the server", _GRPC_LABELS
+)
+GRPC_HANDLED = Counter(
+    "grpc_server_handled_total", "RPCs completed on the server, regardless of success or failure",
+    [*_GRPC_LABELS, "grpc_code"],
+)
+GRPC_MSG_RECEIVED = Counter(
+    "grpc_server_msg_received_total", "RPC stream messages received on the server", _GRPC_LABELS
+)
+GRPC_MSG_SENT = Counter(
+    "grpc_server_msg_sent_total", "gRPC stream messages sent by the server", _GRPC_LABELS
+)
+GRPC_HANDLING_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Response latency (seconds) of gRPC that had been application-level handled by the server",
+    _GRPC_LABELS,
+    buckets=(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+             0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+REQUEST_BYTES = Counter(
+    "tokend_request_bytes_total", "Serialized request bytes received, by method", ["method"]
+)
+TOKENS = Counter(
+    "tokend_tokens_total",
+    "Token ids produced or counted, by served tokenizer name (only loaded ones) and method",
+    ["tokenizer", "method"],
+)
+
+# -- per worker process: "liveall" gauges carry a pid label per live worker (a dead worker's
+# samples go with mark_process_dead), which bounds them by --workers; the worker label is its
+# slot (0 .. --workers-1), stable across restarts. prometheus_client's own process and GC
+# collectors read only the scraping process in multiprocess mode.
+WORKER_RSS = Gauge(
+    "tokend_worker_resident_memory_bytes", "Resident memory of each worker process",
+    ["worker"], multiprocess_mode="liveall",
+)
+WORKER_CPU = Gauge(
+    "tokend_worker_cpu_seconds", "CPU seconds (user + system) used by each worker process",
+    ["worker"], multiprocess_mode="liveall",
+)
+WORKER_FDS = Gauge(
+    "tokend_worker_open_fds", "Open file descriptors of each worker process",
+    ["worker"], multiprocess_mode="liveall",
+)
+WORKER_GC = Gauge(
+    "tokend_worker_gc_collections", "Python GC collections of each worker process, by generation",
+    ["worker", "generation"], multiprocess_mode="liveall",
+)
+WORKER_RESTARTS = Counter(
+    "tokend_worker_restarts_total",
+    "Workers the supervisor restarted, by why the old one ended (killed by a signal, "
+    "crashed with a non-zero status, exited 0 unasked)",
+    ["reason"],
+)
+TOKENIZER_INFO = Gauge(
+    "tokend_tokenizer_info",
+    "1 per tokenizer version a worker has loaded (0 once no worker serves it any more)",
+    ["name", "version"], multiprocess_mode="livemax",
+)
+
 
 @functools.cache
 def child(metric: M, *labels: str) -> M:
     """``metric.labels(*labels)``, looked up once: per-call recording skips prometheus_client's
     label checks and lock."""
     return metric.labels(*labels)
+
+
+def update_process_gauges(worker: str) -> None:
+    """Publish this process's RSS, CPU seconds, open fds and GC collections (Linux /proc)."""
+    times = os.times()
+    child(WORKER_CPU, worker).set(times.user + times.system)
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+        child(WORKER_RSS, worker).set(pages * os.sysconf("SC_PAGE_SIZE"))
+        child(WORKER_FDS, worker).set(len(os.listdir("/proc/self/fd")))
+    except OSError:  # no /proc (not Linux): RSS and fds stay unpublished
+        pass
+    for generation, stats in enumerate(gc.get_stats()):
+        child(WORKER_GC, worker, str(generation)).set(stats["collections"])
+
+
+_published_versions: set[tuple[str, str]] = set()
+
+
+def publish_tokenizers(refs: Iterable[str]) -> None:
+    """Set tokend_tokenizer_info{name, version} to 1 for the canonical refs loaded now, and to 0
+    for the ones loaded before but not now (a multiprocess sample cannot be removed).
+
+    A built-in encoding has no version: it shows as version="builtin".
+    """
+    current = set()
+    for ref in refs:
+        name, _, version = ref.partition("@")
+        current.add((name, version or "builtin"))
+    for gone in _published_versions - current:
+        TOKENIZER_INFO.labels(*gone).set(0)
+    for loaded in current:
+        TOKENIZER_INFO.labels(*loaded).set(1)
+    _published_versions.clear()
+    _published_versions.update(current)
+
+
+def restart_reason(exitcode: int | None) -> str:
+    """The ``reason`` label of a worker that ended with ``exitcode`` (a bounded set).
+
+    >>> restart_reason(-9), restart_reason(1), restart_reason(0)
+    ('killed', 'crashed', 'exited')
+    """
+    if exitcode is None or exitcode < 0:
+        return "killed"
+    return "crashed" if exitcode else "exited"
 
 
 def render() -> bytes:

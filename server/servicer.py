@@ -104,7 +104,7 @@ class TokenizerService(TrainingService):
             result.ids.extend(ids)
             if request.include_details:
                 result.details.extend(token_details(enc, ids))
-        count_encoded("Encode", total)
+        count_encoded("Encode", total, served)
         return response
 
     def EncodeStream(
@@ -144,7 +144,7 @@ class TokenizerService(TrainingService):
             raise field_error(exc, "text") from None
         finally:
             stream.close()
-            count_encoded("EncodeStream", count)
+            count_encoded("EncodeStream", count, served)
 
     def Decode(self, request: pb.DecodeRequest, context: grpc.ServicerContext) -> pb.DecodeResponse:
         served = self._served(request.tokenizer)
@@ -210,7 +210,7 @@ class TokenizerService(TrainingService):
             self._count_messages(request, response, info=info, enc=enc, allowed=allowed,
                                 disallowed=disallowed, context=context)
         response.total = sum(counts) + response.messages_count
-        count_encoded("CountTokens", response.total)
+        count_encoded("CountTokens", response.total, served)
         budget = request.max_tokens if request.HasField("max_tokens") else None
         if budget is not None and budget > MAX_TOKENS_LIMIT:
             # `remaining` is an int64: a larger budget has no answer to give in it.
@@ -279,7 +279,7 @@ class TokenizerService(TrainingService):
             raise field_error(exc, "max_tokens") from None
         limits.check("ids in the Truncate response", result.count, self.config.max_ids,
                      "--max-ids", field="max_tokens")
-        count_encoded("Truncate", result.count)
+        count_encoded("Truncate", result.count, served)
         return pb.TruncateResponse(
             tokenizer=served.ref, text=result.text, ids=result.ids, count=result.count,
             truncated=result.truncated, head_chars=result.head_chars,
@@ -317,7 +317,7 @@ class TokenizerService(TrainingService):
         except InvalidInput as exc:
             raise field_error(exc, "max_tokens") from None
         finally:
-            count_encoded("Chunk", total)
+            count_encoded("Chunk", total, served)
         yield pb.ChunkResponse(tokenizer=served.ref, chunks=batch, done=True)
 
     def ListTokenizers(
@@ -398,9 +398,14 @@ def field_error(exc: TokendError, field: str) -> TokendError:
     return with_field(exc, field)
 
 
-def count_encoded(method: str, tokens: int) -> None:
-    """Add to tokend_tokens_encoded_total{method}."""
+def count_encoded(method: str, tokens: int, served: Served) -> None:
+    """Add to tokend_tokens_encoded_total{method} and tokend_tokens_total{tokenizer, method}.
+
+    The tokenizer label is the served (resolved, loaded) name, never the client's string, so
+    its values are bounded by what the registry holds.
+    """
     metrics.child(metrics.TOKENS_ENCODED, method).inc(tokens)
+    metrics.child(metrics.TOKENS, served.resolved.name, method).inc(tokens)
 
 
 # -- conversions at the edge ---------------------------------------------------------------

@@ -198,6 +198,7 @@ class Supervisor:
                 if process.is_alive() or self.stopping.is_set():
                     continue
                 log_event("worker_died", slot=slot, pid=process.pid, exitcode=process.exitcode)
+                metrics.WORKER_RESTARTS.labels(metrics.restart_reason(process.exitcode)).inc()
                 if process.pid is not None:
                     metrics.mark_process_dead(process.pid)
                 time.sleep(RESTART_DELAY)  # a crash loop must not spin the CPU

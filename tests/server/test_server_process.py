@@ -242,6 +242,9 @@ class TestLifecycle:
         served.wait_event("worker_died", pid=victim, timeout=30)
         mark = len(served.events)
         served.wait_event("worker_ready", after=mark, timeout=60)
+        url = f"http://127.0.0.1:{served.metrics_port}/metrics"
+        body = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert 'tokend_worker_restarts_total{reason="killed"} 1.0' in body.splitlines()
         ref = tiktoken_ref("cl100k_base")
         for _ in range(10):  # both slots answer again
             channel, stub = new_stub(served.target)
