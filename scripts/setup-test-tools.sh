@@ -2,6 +2,8 @@
 # Install the non-Python tools the tests use, pinned by committed lock files:
 #   client/node/  the Node.js client's packages (@grpc/grpc-js, @grpc/proto-loader)
 #   tools/        buf (npm @bufbuild/buf) for `buf lint` of proto/
+#   Debian        prometheus (+ promtool) for the metrics/rules/dashboard tests, haproxy for the
+#                 balancer test (apt-get, as root; skipped when already installed)
 # Called by scripts/test.sh. Needs node + npm on PATH and fails loudly without them: the tests
 # that use these tools must fail, not skip, on a machine that lacks them.
 set -euo pipefail
@@ -12,6 +14,23 @@ for tool in node npm; do
     exit 1
   fi
 done
+# Debian packages: Debian's archive pins the versions (bookworm: prometheus 2.42, haproxy 2.6).
+apt_packages=()
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 \
+  || apt_packages+=(prometheus)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || apt_packages+=(haproxy)
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup-test-tools: need ${apt_packages[*]} (Debian packages); run this as root on" \
+      "Debian/Ubuntu or install them by hand" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  # The packages' services are not started here (no init system); the tests start their own.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${apt_packages[@]}" >/dev/null
+fi
+
 # Serialize concurrent runs in one checkout (npm ci deletes node_modules first).
 exec 8>".setup-node.lock"
 flock 8

@@ -150,6 +150,20 @@ WORKER_RESTARTS = Counter(
     "crashed with a non-zero status, exited 0 unasked)",
     ["reason"],
 )
+TRAIN_ACTIVE = Gauge(
+    "tokend_train_jobs_active", "Training jobs queued or running now, by state", ["state"],
+    multiprocess_mode="livemax",
+)
+TRAIN_MERGES = Gauge(
+    "tokend_train_merges_done",
+    "Merges learned so far by the running jobs in their merge phase (its rate: merges/s)",
+    multiprocess_mode="livemax",
+)
+TRAIN_PROGRESS = Gauge(
+    "tokend_train_progress_ratio",
+    "Progress of the running jobs' current phases, done / total, averaged over the jobs",
+    multiprocess_mode="livemax",
+)
 TOKENIZER_INFO = Gauge(
     "tokend_tokenizer_info",
     "1 per tokenizer version a worker has loaded (0 once no worker serves it any more)",

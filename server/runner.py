@@ -98,6 +98,7 @@ class JobRunner:
                     metrics.TRAIN_JOBS.labels(job["state"]).inc()
                     log_event("train_job_finished", job_id=job["job_id"], state=job["state"],
                               published=job.get("published"), error=job.get("error"))
+        publish_training(jobs)
         for job in jobs:
             if running >= self.concurrency:
                 break
@@ -193,3 +194,16 @@ def _tail(path: Path, limit: int = 400) -> str:
         return ""
     lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
+
+
+def publish_training(jobs: list[Job]) -> None:
+    """Active jobs by state, merges learned and phase progress of the running ones."""
+    running = [job for job in jobs if job["state"] == RUNNING]
+    metrics.TRAIN_ACTIVE.labels(QUEUED).set(sum(job["state"] == QUEUED for job in jobs))
+    metrics.TRAIN_ACTIVE.labels(RUNNING).set(len(running))
+    metrics.TRAIN_MERGES.set(
+        sum(int(job.get("done", 0)) for job in running if job.get("phase") == "merge")
+    )
+    ratios = [int(job.get("done", 0)) / int(job["total"]) for job in running
+              if int(job.get("total", 0) or 0) > 0]
+    metrics.TRAIN_PROGRESS.set(sum(ratios) / len(ratios) if ratios else 0.0)

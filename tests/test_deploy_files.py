@@ -16,7 +16,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
-PROMETHEUS = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text(encoding="utf-8"))
+PROMETHEUS = yaml.safe_load(
+    (ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text(encoding="utf-8")
+)
 
 
 def dockerfile_env() -> dict[str, str]:
