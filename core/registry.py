@@ -309,6 +309,7 @@ class Registry:
         corpus: Mapping[str, object] | None = None,
         normalizer: str | None = None,
         original: tuple[str, bytes] | None = None,
+        chat: Mapping[str, object] | None = None,
     ) -> VersionInfo:
         """Publish a new immutable version of ``name`` and return it (``name@N``).
 
@@ -316,7 +317,8 @@ class Registry:
         taken; under the lock the next version number is assigned, the manifest written, and
         the directory renamed into place. ``normalizer`` (nfc|nfd|nfkc|nfkd) is recorded in
         the manifest and applied to text before BPE. ``original`` (format, bytes) keeps the
-        file the ranks came from, for a byte-identical export.
+        file the ranks came from, for a byte-identical export. ``chat`` is the version's chat
+        template metadata (``counting.version_template.read_chat_metadata``), kept as given.
         """
         self._check_publishable(name)
         n_vocab = _check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
@@ -336,7 +338,8 @@ class Registry:
             mergeable_count=len(ranks),
             explicit_n_vocab=explicit_n_vocab,
             extra={"training": training, "corpus": corpus, "normalizer": normalizer,
-                   "original_format": original[0] if original is not None else None},
+                   "original_format": original[0] if original is not None else None,
+                   "chat": chat},
         )
 
     def publish_file(
@@ -346,6 +349,7 @@ class Registry:
         fmt: str,
         data: bytes,
         training: Mapping[str, object] | None = None,
+        chat: Mapping[str, object] | None = None,
     ) -> VersionInfo:
         """Publish a tokenizer file kept as it is (``fmt`` a key of ``FILE_NAMES``).
 
@@ -368,7 +372,7 @@ class Registry:
             n_vocab=tokenizer.n_vocab,
             mergeable_count=0,
             explicit_n_vocab=None,
-            extra={"training": training, "format": fmt},
+            extra={"training": training, "format": fmt, "chat": chat},
         )
 
     def _check_publishable(self, name: str) -> None:
@@ -428,9 +432,10 @@ class Registry:
                     training=extra.get("training"),  # type: ignore[arg-type]
                     corpus=extra.get("corpus"),  # type: ignore[arg-type]
                 )
-                for key in ("format", "normalizer", "original_format"):
+                for key in ("format", "normalizer", "original_format", "chat"):
                     if extra.get(key) is not None:
-                        manifest[key] = extra[key]
+                        value = extra[key]
+                        manifest[key] = dict(value) if isinstance(value, Mapping) else value
                 _write_synced(stage / MANIFEST_FILE, encode_manifest(manifest))
                 fsync_dir(stage)
                 # The counter goes first: a crash right after burns the number, never reuses it.

@@ -16,7 +16,14 @@ from typing import Any, Literal, TypeAlias
 import grpc
 
 from tokend.core.builtins import builtin_n_vocab
-from tokend.core.counting import ModelCatalogue, ModelInfo, count_chat, iter_chunks, truncate
+from tokend.core.counting import (
+    ModelCatalogue,
+    ModelInfo,
+    count_chat,
+    iter_chunks,
+    truncate,
+    version_chat_model,
+)
 from tokend.core.counting.chat import budget_fit
 from tokend.core.counting.truncation import Keep
 from tokend.core.errors import (
@@ -207,7 +214,7 @@ class TokenizerService(TrainingService):
             response.context_window = info.context_window
             response.max_output_tokens = info.max_output_tokens
         if request.messages:
-            self._count_messages(request, response, info=info, enc=enc, allowed=allowed,
+            self._count_messages(request, response, info=info, served=served, allowed=allowed,
                                 disallowed=disallowed, context=context)
         response.total = sum(counts) + response.messages_count
         count_encoded("CountTokens", response.total, served)
@@ -230,12 +237,13 @@ class TokenizerService(TrainingService):
         response: pb.CountTokensResponse,
         *,
         info: ModelInfo | None,
-        enc: Tokenizer,
+        served: Served,
         allowed: Allowed,
         disallowed: Disallowed,
         context: grpc.ServicerContext,
     ) -> None:
-        """Fill the chat part of ``response`` by the model's chat rule (tokend.core.counting)."""
+        """Fill the chat part of ``response`` by the model's chat rule (tokend.core.counting);
+        a registry version imported with a chat template supplies the rule if no model does."""
         messages = [
             message_dict(m, f"messages[{i}]", self.config.max_text_bytes)
             for i, m in enumerate(request.messages)
@@ -243,11 +251,15 @@ class TokenizerService(TrainingService):
         tools = tools_list(request.tools_json)
         limits.check_alive(context)
         try:
+            if not served.resolved.builtin:
+                manifest = self.tokenizers.registry.manifest(served.ref)
+                info = version_chat_model(served.ref, manifest, info)
             chat = count_chat(
                 messages,
                 model=info.name if info is not None else None,
+                model_info=info,
                 tools=tools,
-                encoding=enc,
+                encoding=served.encoding,
                 tool_choice=tool_choice(request.tool_choice),
                 rule="plain" if request.plain_text else None,
                 catalogue=self.models,

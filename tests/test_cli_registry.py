@@ -216,6 +216,33 @@ class TestRegistryCLI:
         assert not (tmp_path / "x").exists()
         assert ok_json("show", "tok@1", registry=reg, fast=True)["version"] == 1
 
+    def test_import_with_tokenizer_config(self, tmp_path: Path) -> None:
+        """--tokenizer-config keeps the chat template and its tokens; a broken one is refused
+        naming the file, and nothing is published."""
+        reg = tmp_path / "reg"
+        small = tmp_path / "small.tiktoken"
+        small.write_bytes(SMALL_TIKTOKEN)
+        chat_template = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"
+        config = tmp_path / "tokenizer_config.json"
+        config.write_text(json.dumps({
+            "chat_template": [{"name": "default", "template": chat_template}],
+            "bos_token": {"content": "<s>", "special": True}, "eos_token": "</s>"}))
+        src = ["--from", small, "--pattern", "cl100k", "--tokenizer-config", config]
+        out = ok_json("import", "chat", *src, registry=reg, fast=True)
+        assert out["manifest"]["chat"] == {
+            "chat_template": chat_template, "tool_chat_template": None,
+            "special_tokens_map": {"bos_token": "<s>", "eos_token": "</s>"},
+            "source": "tokenizer_config.json"}
+        assert ok_json("show", "chat@1", registry=reg, fast=True)["manifest"]["chat"] == (
+            out["manifest"]["chat"])
+        table = ok("show", "chat@1", registry=reg, fast=True)
+        assert "from tokenizer_config.json (bos_token=<s>, eos_token=</s>)" in table
+        config.write_text(json.dumps({"chat_template": "{% if x %}never closed"}))
+        reason = refused("import", "chat", *src, registry=reg, status=2, fast=True)
+        assert str(config) in reason and "does not parse" in reason
+        listed = {i["name"]: i["versions"] for i in ok_json("list", registry=reg, fast=True)}
+        assert listed["chat"] == [1]
+
     def test_registry_from_environment(self, tmp_path: Path) -> None:
         reg = tmp_path / "env-reg"
         path = tmp_path / "t.tiktoken"

@@ -12,6 +12,7 @@ from tokend.core.counting.chat import ChatCount, count_chat
 from tokend.core.counting.chunking import Chunk, chunk, iter_chunks
 from tokend.core.counting.templates import render_chat_template
 from tokend.core.counting.truncation import TruncateResult, truncate
+from tokend.core.counting.version_template import read_chat_metadata, version_chat_model
 
 __all__ = [
     "ChatCount",
@@ -23,6 +24,8 @@ __all__ = [
     "count_chat",
     "default_catalogue",
     "iter_chunks",
+    "read_chat_metadata",
     "render_chat_template",
     "truncate",
+    "version_chat_model",
 ]

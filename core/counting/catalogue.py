@@ -139,6 +139,12 @@ def _tokenizer_config(relative: Any, base: Path | None, where: str) -> dict[str,
         raise CorruptData(f"{where}: cannot read tokenizer_config {path}: {exc}") from None
     if not isinstance(data, Mapping):
         raise CorruptData(f"{where}: {path} is not a JSON object")
+    return parse_tokenizer_config(data)
+
+
+def parse_tokenizer_config(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``chat_template``, ``tool_chat_template`` and ``special_tokens_map`` of a parsed
+    tokenizer_config.json (the keys it has), read as transformers reads them."""
     out: dict[str, Any] = {"special_tokens_map": {}}
     templates = data.get("chat_template")
     if isinstance(templates, str):

@@ -91,18 +91,23 @@ def count_chat(
     allowed_special: AllowedSpecial = NO_SPECIAL,
     disallowed_special: DisallowedSpecial = NO_SPECIAL,
     reasoning_effort: str = DEFAULT_EFFORT,
+    model_info: ModelInfo | None = None,
 ) -> ChatCount:
     """Tokens of a chat request (OpenAI message dicts) for ``model``.
 
     ``encoding`` overrides the model's tokenizer (needed for registry tokenizers); ``rule``
     overrides its chat rule (``openai``, ``openai-0301``, ``harmony``, ``template``,
     ``plain``). Special-token text in messages counts as plain text unless
-    ``allowed_special`` says otherwise (tiktoken's arguments).
+    ``allowed_special`` says otherwise (tiktoken's arguments). ``model_info`` is the entry to
+    use instead of looking ``model`` up (a registry version's own chat template:
+    ``version_template.version_chat_model``).
 
     >>> count_chat([{"role": "user", "content": "hello"}], model="gpt-4o").total
     8
     """
-    info = (catalogue or default_catalogue()).find(model) if model else None
+    info = model_info
+    if info is None and model:
+        info = (catalogue or default_catalogue()).find(model)
     enc = _encoding_for(model, info, encoding)
     chosen = rule or (info.chat_rule if info else None) or ("openai" if info is None else "plain")
     reasons: list[str] = []
@@ -328,7 +333,7 @@ def _template(
 ) -> tuple[int, int, int]:
     if info is None or info.chat_template is None:
         raise InvalidInput("the template rule needs a model whose catalogue entry has a "
-                           "chat_template")
+                           "chat_template, or a registry version imported with one")
     tokens_map = info.special_tokens_map
 
     def total(with_tools: Sequence[Mapping[str, Any]] | None) -> int:

@@ -83,6 +83,11 @@ def _compile(template: str) -> jinja2.Template:
         raise InvalidInput(f"the chat template does not parse: {exc}"[:MAX_ERROR_CHARS]) from None
 
 
+def compile_chat_template(template: str) -> None:
+    """Check that ``template`` compiles (InvalidInput with Jinja's message if not)."""
+    _compile(template)
+
+
 def _plain(value: Any) -> Any:
     """A copy built of plain JSON types only (what the sandboxed template may see)."""
     if value is None or isinstance(value, (str, int, float, bool)):

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from chat_tokenizers import chat_encoding, hf_chat_tokenizer, hf_ids, template
 
-from tokend.core.counting import chunk, count_chat, truncate
+from tokend.core.counting import chunk, count_chat, read_chat_metadata, truncate
+from tokend.core.registry import Registry
 from tokend.v1 import tokenizer_pb2 as pb
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather",
@@ -154,3 +158,31 @@ class TestRegistryModels:
         while server.stub.CountTokens(request).context_window != 50:
             assert time.monotonic() < deadline, "the edit was not picked up"
             time.sleep(0.2)
+
+
+class TestVersionChatTemplate:
+    def test_a_versions_template_counts_through_the_running_server(
+        self, tokend_server: Any, tmp_path: Path
+    ) -> None:
+        """A version imported with a tokenizer_config counts messages by its own template,
+        exactly as transformers' apply_chat_template + encode counts them."""
+        tokens = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+        config = tmp_path / "tokenizer_config.json"
+        config.write_text(json.dumps({"chat_template": template("llama3"), **tokens}))
+        enc = chat_encoding()
+        Registry(tokend_server.registry).publish(
+            "served-chat-template", ranks=enc.mergeable_ranks, pat_str=enc.pat_str,
+            special_tokens=enc.special_tokens, chat=read_chat_metadata(config))
+        messages = [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "  Hi there, 2+2? 😀 "}]
+        expected = len(hf_ids(hf_chat_tokenizer(**tokens), messages, template("llama3")))
+        with grpc.insecure_channel(tokend_server.target) as channel:
+            stub = pb_grpc.TokenizerServiceStub(channel)
+            request = pb.CountTokensRequest(
+                tokenizer="served-chat-template",
+                messages=[pb.ChatMessage(**m) for m in messages])
+            response = stub.CountTokens(request)
+            assert (response.chat_rule, response.total, response.exact) == (
+                "template", expected, True)
+            request.plain_text = True  # the caller's explicit choice still wins
+            assert stub.CountTokens(request).chat_rule == "plain"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tokend.core.counting import read_chat_metadata
 from tokend.core.errors import InvalidInput, TokendError
 from tokend.core.formats import atomic_write_bytes
 from tokend.core.interop import (
@@ -99,6 +100,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="TEXT=ID",
         help="a special token and its id (repeatable)",
+    )
+    p.add_argument(
+        "--tokenizer-config",
+        type=Path,
+        metavar="PATH",
+        help="the model's tokenizer_config.json: its chat template(s) and special tokens are "
+        "kept in the version's metadata and used to count chat messages",
     )
     p.set_defaults(func=_command(_import))
 
@@ -237,6 +245,7 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
             ("training", json.dumps(manifest.get("training"), sort_keys=True)),
             ("corpus", json.dumps(manifest.get("corpus"), sort_keys=True)),
             ("tool", json.dumps(manifest.get("tool"), sort_keys=True)),
+            ("chat template", _chat_summary(manifest.get("chat"))),
         ]
     width = max(len(key) for key, _ in lines)
     for key, value in lines:
@@ -244,7 +253,17 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat_summary(chat: Any) -> str:
+    if not isinstance(chat, dict):
+        return "-"
+    tool = ", tool_use too" if chat.get("tool_chat_template") else ""
+    tokens_map = chat.get("special_tokens_map") or {}
+    tokens = ", ".join(f"{k}={v}" for k, v in sorted(tokens_map.items()))
+    return f"from {chat.get('source')}{tool} ({tokens or 'no special tokens'})"
+
+
 def _import(registry: Registry, args: argparse.Namespace) -> int:
+    chat = None if args.tokenizer_config is None else read_chat_metadata(args.tokenizer_config)
     parts = read_tokenizer_files(
         args.paths,
         fmt=args.format,
@@ -257,7 +276,8 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
                 f"--normalizer applies to rank tables; a {parts.fmt} file carries its own"
             )
         info = registry.publish_file(
-            args.name, fmt=parts.fmt, data=parts.data, training={"imported_from": parts.source}
+            args.name, fmt=parts.fmt, data=parts.data, training={"imported_from": parts.source},
+            chat=chat,
         )
         if args.json:
             _print_json({"ref": info.ref, "name": info.name, "version": info.version,
@@ -274,6 +294,7 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
         training={"imported_from": parts.source},
         normalizer=args.normalizer,
         original=parts.original,
+        chat=chat,
     )
     if args.json:
         _print_json(
