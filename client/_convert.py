@@ -93,6 +93,7 @@ def encode_request(
     allowed_special: AllowedSpecial,
     disallowed_special: DisallowedSpecial,
     details: bool,
+    add_special_tokens: bool = False,
 ) -> pb.EncodeRequest:
     if isinstance(texts, str):
         raise InvalidInput("encode_batch takes a list of texts, not one str (use encode)")
@@ -101,6 +102,7 @@ def encode_request(
         texts=list(texts),
         special_tokens=special_policy(allowed_special, disallowed_special),
         include_details=details,
+        add_special_tokens=add_special_tokens,
     )
 
 
@@ -207,6 +209,7 @@ def count_request(
     model: str | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     tool_choice: str | Mapping[str, Any] | None = None,
+    add_special_tokens: bool = False,
 ) -> pb.CountTokensRequest:
     """A CountTokens request; ``text`` may be a str, a list of str, or a list of messages."""
     texts: list[str] = []
@@ -227,6 +230,7 @@ def count_request(
         messages=[_chat_message(m) for m in chat],
         plain_text=plain_text,
         special_tokens=special_policy(allowed_special, disallowed_special),
+        add_special_tokens=add_special_tokens,
     )
     if max_tokens is not None:
         request.max_tokens = max_tokens

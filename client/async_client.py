@@ -128,6 +128,7 @@ class AsyncClient:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
         details: bool = False,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> EncodeResult:
         """Encode one text; special-token arguments have tiktoken's meaning and defaults."""
@@ -137,6 +138,7 @@ class AsyncClient:
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
             details=details,
+            add_special_tokens=add_special_tokens,
             timeout=timeout,
         )
         return results[0]
@@ -149,6 +151,7 @@ class AsyncClient:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
         details: bool = False,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> list[EncodeResult]:
         request = _convert.encode_request(
@@ -157,6 +160,7 @@ class AsyncClient:
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
             details=details,
+            add_special_tokens=add_special_tokens,
         )
         response = await self._call(self._stub.Encode, request, timeout)
         return _convert.encode_results(response, details=details)
@@ -214,6 +218,7 @@ class AsyncClient:
         model: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> CountResult:
         request = _convert.count_request(
@@ -227,6 +232,7 @@ class AsyncClient:
             model=model,
             tools=tools,
             tool_choice=tool_choice,
+            add_special_tokens=add_special_tokens,
         )
         response = await self._call(self._stub.CountTokens, request, timeout)
         return _convert.count_result(response)

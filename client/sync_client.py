@@ -122,6 +122,7 @@ class Client:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
         details: bool = False,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> EncodeResult:
         """Encode one text; special-token arguments have tiktoken's meaning and defaults."""
@@ -131,6 +132,7 @@ class Client:
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
             details=details,
+            add_special_tokens=add_special_tokens,
             timeout=timeout,
         )[0]
 
@@ -142,6 +144,7 @@ class Client:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
         details: bool = False,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> list[EncodeResult]:
         """Encode several texts in one call; results are in the order of ``texts``."""
@@ -151,6 +154,7 @@ class Client:
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
             details=details,
+            add_special_tokens=add_special_tokens,
         )
         response = self._call(self._stub.Encode, request, timeout)
         return _convert.encode_results(response, details=details)
@@ -211,6 +215,7 @@ class Client:
         model: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> CountResult:
         """Count tokens of a text, a list of texts, or chat messages (OpenAI's chat rule unless
@@ -228,6 +233,7 @@ class Client:
             model=model,
             tools=tools,
             tool_choice=tool_choice,
+            add_special_tokens=add_special_tokens,
         )
         return _convert.count_result(self._call(self._stub.CountTokens, request, timeout))
 

@@ -115,3 +115,25 @@ def test_add_special_tokens_frames_like_the_post_processor(stub: Any,
     counted = stub.CountTokens(pb.CountTokensRequest(tokenizer=ref, texts=[text],
                                                      add_special_tokens=True))
     assert list(counted.counts) == [len(want)]
+
+
+def test_python_clients_pass_add_special_tokens(tokend_server: Any) -> None:
+    """Client.encode / count_tokens and AsyncClient.encode take add_special_tokens."""
+    import asyncio
+
+    from tokend.client import AsyncClient, Client
+
+    ref = published(tokend_server.registry, "minilm")
+    _, _, hf = hf_reference("minilm-bert.json")
+    text = SAMPLES["german"]
+    want = hf.encode(text).ids
+    with Client(tokend_server.target, timeout=30) as client:
+        assert list(client.encode(ref, text, add_special_tokens=True).ids) == want
+        assert client.count_tokens(ref, text, add_special_tokens=True).total == len(want)
+        assert client.count_tokens(ref, text).total == len(want) - 2
+
+    async def run() -> list[int]:
+        async with AsyncClient(tokend_server.target, timeout=30) as client:
+            return list((await client.encode(ref, text, add_special_tokens=True)).ids)
+
+    assert asyncio.run(run()) == want
