@@ -15,11 +15,73 @@ from tokend.core.pipeline import decoders, models, normalizers, post_processors,
 from tokend.core.pipeline.added_tokens import AddedToken
 from tokend.core.pipeline.tokenizer import PipelineTokenizer
 
+_U64_MAX = (1 << 64) - 1
+_POW10 = [float(f"1e{i}") for i in range(309)]  # Rust's POW10 table: correctly rounded
+
+
+def serde_json_float(text: str) -> float:
+    """A JSON number as HF reads it: serde_json's default (not correctly rounded) parsing.
+
+    subtle: serde_json without ``float_roundtrip`` keeps up to 19 significant digits in a u64,
+    converts that to f64 and then multiplies or divides by a power of ten: two roundings, so a
+    score can differ from Python's correctly rounded ``float`` by one ulp, and Unigram's ties
+    between equal-looking paths then break the other way.
+
+    >>> serde_json_float("-12.563223870658675") == float("-12.563223870658675")
+    True
+    """
+    i = 0
+    positive = True
+    if text[i] == "-":
+        positive, i = False, 1
+    significand = 0
+    exponent = 0
+    overflowed = False
+    n = len(text)
+    while i < n and text[i].isdigit():  # integer part
+        digit = ord(text[i]) - 48
+        if overflowed or significand * 10 + digit > _U64_MAX:
+            overflowed = True
+            exponent += 1  # further integer digits only scale
+        else:
+            significand = significand * 10 + digit
+        i += 1
+    if i < n and text[i] == ".":
+        i += 1
+        while i < n and text[i].isdigit():
+            digit = ord(text[i]) - 48
+            if not overflowed and significand * 10 + digit > _U64_MAX:
+                overflowed = True  # further fraction digits are ignored
+            if not overflowed:
+                significand = significand * 10 + digit
+                exponent -= 1
+            i += 1
+    if i < n and text[i] in "eE":
+        i += 1
+        sign = 1
+        if text[i] in "+-":
+            sign = -1 if text[i] == "-" else 1
+            i += 1
+        exponent += sign * int(text[i:])
+    value = float(significand)
+    while True:
+        if abs(exponent) < len(_POW10):
+            value = value * _POW10[exponent] if exponent >= 0 else value / _POW10[-exponent]
+            break
+        if value == 0.0:
+            break
+        if exponent >= 0:
+            return float("inf") if positive else float("-inf")
+        value /= 1e308
+        exponent += 308
+    return value if positive else -value
+
 
 def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> dict[str, Any]:
-    """The JSON object of a tokenizer.json, checked to have a ``model``."""
+    """The JSON object of a tokenizer.json, checked to have a ``model``; numbers are read as
+    HF reads them (:func:`serde_json_float`)."""
     try:
-        raw = json.loads(data)
+        raw = json.loads(data, parse_float=serde_json_float)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorruptData(f"{source}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):

@@ -19,6 +19,8 @@ SAMPLES = {
     "emoji": "I ❤️ tokenizers 🎉👍🏽👨‍👩‍👧 ok 🇩🇪!",
     "whitespace": "  leading\t\ttabs   runs\n\n\nnewlines \u00a0nbsp \u3000ideographic   ",
     "mixed": "Ünïcödé Ωμέγα Σίσυφος ΣΊΣΥΦΟΣ café naïve e\u0301 ﬁ ① ² x\u200bz",
+    # separator runs: Unigram ties between equal-looking paths (serde_json's float parsing)
+    "runs": " ".join(c * n for c, n in [("-", 39), ("=", 57), ("_", 23), ("*", 64), ("#", 31)]),
     "empty": "",
     "spaces": "   ",
 }
