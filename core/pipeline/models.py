@@ -204,8 +204,8 @@ class Unigram(Model):
         for piece in self.vocab:
             if piece:
                 self._lengths.setdefault(piece[0], []).append(len(piece))
-        for lengths in self._lengths.values():
-            lengths.sort()
+        for first, lengths in self._lengths.items():
+            self._lengths[first] = sorted(set(lengths))  # each length once, shortest first
 
     def _unk(self) -> int:
         if self.unk_id is None:

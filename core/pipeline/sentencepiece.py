@@ -182,8 +182,8 @@ class SentencePieceUnigram(_SentencePieceModel):
         for piece, kind in self.types.items():
             if kind in (NORMAL, USER_DEFINED):
                 self._lengths.setdefault(piece[0], []).append(len(piece))
-        for lengths in self._lengths.values():
-            lengths.sort()
+        for first, lengths in self._lengths.items():
+            self._lengths[first] = sorted(set(lengths))  # each length once, shortest first
 
     def tokenize(self, word: str) -> list[int]:
         n = len(word)
