@@ -1,5 +1,7 @@
-"""Locust load test of a tokend server through ``tokend.client``: CountTokens and Encode on
-1 KB and 16 KB texts. ``--host`` is the gRPC target (HOST:PORT, no scheme).
+"""Locust load test of a tokend server through ``tokend.client``. The traffic mix: short chat
+counts (most calls), never-seen documents of 1-64 KB (Encode and CountTokens), Decode, and
+ListTokenizers. ``--host`` is the gRPC target (HOST:PORT, no scheme). ``loadtest/judge.py``
+runs it headless and judges the run against latency budgets.
 
     locust -f loadtest/locustfile.py --headless -u 20 -r 10 -t 30s --host 127.0.0.1:50051
 
@@ -16,10 +18,10 @@ import grpc.experimental.gevent as grpc_gevent
 grpc_gevent.init_gevent()
 
 import gzip  # noqa: E402  (after the gevent patch, on purpose)
-import itertools  # noqa: E402
 import os  # noqa: E402
+import random  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -56,9 +58,6 @@ def make_texts(size: int, count: int = TEXTS_PER_SIZE) -> list[str]:
     ]
 
 
-TEXTS = {"1KB": make_texts(1024), "16KB": make_texts(16 * 1024)}
-
-
 class LocustClient:
     """``tokend.client.Client`` whose calls are reported to Locust's statistics."""
 
@@ -68,7 +67,7 @@ class LocustClient:
         self.client = Client(target, timeout=30, options=[("grpc.use_local_subchannel_pool", 1)])
         self._events = user.environment.events
 
-    def call(self, name: str, func: Callable[[], Any], size: int) -> None:
+    def call(self, name: str, func: Callable[[], Any], size: int = 0) -> None:
         """Run one call and fire Locust's ``request`` event (failures carry the exception)."""
         start = time.perf_counter()
         exception: BaseException | None = None
@@ -89,6 +88,18 @@ class LocustClient:
         self.client.close()
 
 
+CORPUS = _corpus().decode("utf-8", errors="ignore")
+SHORT_MESSAGES = [line.strip() for line in CORPUS[:200_000].splitlines() if line.strip()][:2000]
+
+
+def new_document(rng: random.Random) -> str:
+    """A document of 1-64 KB no server has seen: a random slice of the corpus behind a nonce
+    (so neither a response cache nor a whole-text memo could answer it)."""
+    size = rng.randint(1024, 64 * 1024)
+    start = rng.randrange(max(1, len(CORPUS) - size))
+    return f"{rng.getrandbits(64):016x} {CORPUS[start : start + size]}"
+
+
 class TokendUser(User):
     """One simulated caller: a channel of its own, back-to-back calls (no think time)."""
 
@@ -99,44 +110,41 @@ class TokendUser(User):
         if not self.host:
             raise ValueError("give the gRPC target with --host HOST:PORT (e.g. 127.0.0.1:50051)")
         self.tokend = LocustClient(self, self.host)
-        self._texts: dict[str, Iterator[str]] = {
-            size: itertools.cycle(texts) for size, texts in TEXTS.items()
-        }
+        self.rng = random.Random()
 
     def on_stop(self) -> None:
         self.tokend.close()
 
-    def _next(self, size: str) -> str:
-        return next(self._texts[size])
+    @task(12)
+    def chat_count(self) -> None:
+        """A short chat: a system line and a user line, counted with the chat rule."""
+        messages = [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": self.rng.choice(SHORT_MESSAGES)},
+        ]
+        self.tokend.call("CountTokens chat",
+                         lambda: self.tokend.client.count_tokens(TOKENIZER, messages=messages))
 
-    def _count(self, size: str) -> None:
-        text = self._next(size)
+    @task(2)
+    def document_encode(self) -> None:
+        text = new_document(self.rng)
         self.tokend.call(
-            f"CountTokens {size}",
-            lambda: self.tokend.client.count_tokens(TOKENIZER, text),
-            len(text),
-        )
-
-    def _encode(self, size: str) -> None:
-        text = self._next(size)
-        self.tokend.call(
-            f"Encode {size}",
+            "Encode document",
             lambda: self.tokend.client.encode(TOKENIZER, text, disallowed_special=()),
             len(text),
         )
 
-    @task(4)
-    def count_tokens_1kb(self) -> None:
-        self._count("1KB")
+    @task(2)
+    def document_count(self) -> None:
+        text = new_document(self.rng)
+        self.tokend.call("CountTokens document",
+                         lambda: self.tokend.client.count_tokens(TOKENIZER, text), len(text))
 
-    @task(4)
-    def encode_1kb(self) -> None:
-        self._encode("1KB")
+    @task(3)
+    def decode(self) -> None:
+        ids = [self.rng.randrange(100_000) for _ in range(self.rng.randint(16, 512))]
+        self.tokend.call("Decode", lambda: self.tokend.client.decode(TOKENIZER, ids))
 
     @task(1)
-    def count_tokens_16kb(self) -> None:
-        self._count("16KB")
-
-    @task(1)
-    def encode_16kb(self) -> None:
-        self._encode("16KB")
+    def list_tokenizers(self) -> None:
+        self.tokend.call("ListTokenizers", self.tokend.client.list_tokenizers)

@@ -4,6 +4,8 @@
 #   tools/        buf (npm @bufbuild/buf) for `buf lint` of proto/
 #   Debian        prometheus (+ promtool) for the metrics/rules/dashboard tests, haproxy for the
 #                 balancer test (apt-get, as root; skipped when already installed)
+#   .test-tools/  the Compose specification's JSON schema, as docker-compose 1.29.2 ships it on
+#                 PyPI (pip download, sha256-checked), for tests/test_deploy_files.py
 # Called by scripts/test.sh. Needs node + npm on PATH and fails loudly without them: the tests
 # that use these tools must fail, not skip, on a machine that lacks them.
 set -euo pipefail
@@ -29,6 +31,25 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
   # The packages' services are not started here (no init system); the tests start their own.
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${apt_packages[@]}" >/dev/null
+fi
+
+# The Compose spec's schema: compose/config/compose_spec.json inside the docker-compose wheel.
+COMPOSE_WHEEL=docker_compose-1.29.2-py2.py3-none-any.whl
+COMPOSE_WHEEL_SHA256=8d5589373b35c8d3b1c8c1182c6e4a4ff14bffa3dd0b605fcd08f73c94cef809
+if [ ! -f .test-tools/compose_spec.json ]; then
+  mkdir -p .test-tools
+  tmp="$(mktemp -d)"
+  .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: \
+    --dest "$tmp" docker-compose==1.29.2
+  echo "$COMPOSE_WHEEL_SHA256  $tmp/$COMPOSE_WHEEL" | sha256sum --check --quiet
+  .venv/bin/python - "$tmp/$COMPOSE_WHEEL" <<'PY'
+import sys, zipfile
+data = zipfile.ZipFile(sys.argv[1]).read("compose/config/compose_spec.json")
+with open(".test-tools/compose_spec.json.tmp", "wb") as out:
+    out.write(data)
+PY
+  mv .test-tools/compose_spec.json.tmp .test-tools/compose_spec.json
+  rm -rf "$tmp"
 fi
 
 # Serialize concurrent runs in one checkout (npm ci deletes node_modules first).
