@@ -19,7 +19,14 @@ from typing import Any
 import grpc
 
 from tokend.core.builtins import list_encoding_names
-from tokend.core.errors import AlreadyExists, FailedPrecondition, InvalidInput, TokendError, shown
+from tokend.core.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidInput,
+    TokendError,
+    shown,
+    storage_error,
+)
 from tokend.core.names import check_name
 from tokend.core.patterns import resolve_pattern
 from tokend.server import limits
@@ -176,9 +183,12 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         request_iterator: Iterator[pb.TrainRequest],
         context: grpc.ServicerContext,
     ) -> Job:
-        job, upload_fd = self.jobs.create(
-            config, max_jobs=self.config.max_train_jobs, corpus_file=None
-        )
+        try:
+            job, upload_fd = self.jobs.create(
+                config, max_jobs=self.config.max_train_jobs, corpus_file=None
+            )
+        except OSError as exc:
+            raise storage_error(exc, "cannot create the training job on the server") from exc
         assert upload_fd is not None
         job_id = job["job_id"]
         received = 0
@@ -199,6 +209,9 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                                  field="corpus_chunk")
                     _check_utf8(decoder, chunk, received)
                     out.write(chunk)
+                # subtle: grpcio ends the request iterator quietly when the client cancels, so
+                # the end of the stream alone does not mean the corpus is complete.
+                limits.check_alive(context)
                 _check_utf8(decoder, b"", received, final=True)
                 if received == 0:
                     raise with_field(
@@ -208,10 +221,19 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                     )
                 out.flush()
                 os.fsync(out.fileno())
+        except OSError as exc:  # disk full, read-only...: the job is dropped, not half-kept
+            self.jobs.abort_upload(job_id, upload_fd)
+            raise storage_error(
+                exc, "cannot store the uploaded corpus on the server (no job was created)"
+            ) from exc
         except BaseException:
             self.jobs.abort_upload(job_id, upload_fd)
             raise
-        return self.jobs.finish_upload(job_id, upload_fd, received)
+        try:
+            return self.jobs.finish_upload(job_id, upload_fd, received)
+        except OSError as exc:
+            self.jobs.abort_upload(job_id, upload_fd)
+            raise storage_error(exc, "cannot queue the training job on the server") from exc
 
     def GetTrainJob(
         self, request: pb.GetTrainJobRequest, context: grpc.ServicerContext
