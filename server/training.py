@@ -28,7 +28,7 @@ from tokend.core.errors import (
     storage_error,
 )
 from tokend.core.names import check_name
-from tokend.core.patterns import resolve_pattern
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
 from tokend.server import limits
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -120,7 +120,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             )
         limits.check("vocab_size", cfg.vocab_size, self.config.max_vocab_size,
                      "--max-vocab-size", field="config.vocab_size")
-        pattern = cfg.pattern or "gpt2"
+        pattern = cfg.pattern or DEFAULT_TRAIN_PATTERN
         try:
             resolve_pattern(pattern)
         except TokendError as exc:
