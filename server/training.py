@@ -209,9 +209,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                                  field="corpus_chunk")
                     _check_utf8(decoder, chunk, received)
                     out.write(chunk)
-                # subtle: grpcio ends the request iterator quietly when the client cancels, so
-                # the end of the stream alone does not mean the corpus is complete.
-                limits.check_alive(context)
+                _check_not_cancelled(context)
                 _check_utf8(decoder, b"", received, final=True)
                 if received == 0:
                     raise with_field(
@@ -276,6 +274,27 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             return self.jobs.read(job_id)
         except TokendError as exc:
             raise with_field(exc, "job_id") from None
+
+
+# How long the end of a Train request stream is watched for a cancellation before the upload
+# counts as complete (a fraction of any training job's time).
+CANCEL_SETTLE_SECONDS = 0.2
+
+
+def _check_not_cancelled(context: grpc.ServicerContext) -> None:
+    """Raise if the call was cancelled rather than the corpus completed.
+
+    subtle: grpcio can end the request iterator (StopIteration, as for a normal end of stream)
+    when the client cancels, a moment before the call shows as inactive; a job queued then
+    would train a truncated corpus for a client that never learned its id. So the end of the
+    stream is watched for up to CANCEL_SETTLE_SECONDS.
+    """
+    deadline = time.monotonic() + CANCEL_SETTLE_SECONDS
+    while True:
+        limits.check_alive(context)
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.02)
 
 
 def _check_utf8(
