@@ -45,7 +45,8 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
 
         cpu_start = cpu_seconds()
         start = time.perf_counter()
-        result = train_bpe(path, vocab_size, [SPECIAL], progress=progress)
+        result = train_bpe(path, vocab_size, [SPECIAL], pattern="gpt2",  # HF ByteLevel's regex
+                           progress=progress)
         phases |= result.stats.seconds
         merges = len(result.merges)
     else:

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,20 +68,22 @@ class Server:
     process: subprocess.Popen[str]
     target: str
     registry: Path
+    metrics_port: int
     log: list[str] = field(default_factory=list)
 
 
 def start_server(base: Path, workers: int) -> Server:
     registry = base / "registry"
+    metrics_port = free_port()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("TOKEND_") and k != "PROMETHEUS_MULTIPROC_DIR"}
     command = [sys.executable, "-m", "tokend.cli", "serve", "--port", "0",
                "--workers", str(workers), "--registry", str(registry),
-               "--metrics-port", str(free_port()), "--admin-token", ADMIN_TOKEN,
+               "--metrics-port", str(metrics_port), "--admin-token", ADMIN_TOKEN,
                "--reload-seconds", "1"]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env)
-    server = Server(process, "", registry)
+    server = Server(process, "", registry, metrics_port)
     ready = threading.Event()
 
     def read() -> None:
@@ -132,6 +135,17 @@ def _role(cmdline: list[bytes]) -> str:
     if b"spawn_main" in text or b"multiprocessing" in text:
         return "worker"
     return "other"
+
+
+def cache_entries(metrics_port: int) -> int | None:
+    """Entries in the encoders' caches, all workers and tokenizers (tokend_cache_entries)."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    try:
+        body = urllib.request.urlopen(url, timeout=5).read().decode()
+    except OSError:
+        return None
+    return int(sum(float(line.rpartition(" ")[2]) for line in body.splitlines()
+                   if line.startswith("tokend_cache_entries{")))
 
 
 def rss_mb(pid: int) -> float | None:
@@ -218,8 +232,8 @@ class Load:
                         stub.Encode(pb.EncodeRequest(tokenizer=tokenizer,
                                                      texts=[rng.choice(REPEATED)]), timeout=30)
                     else:
-                        # (ids below 1,000: valid in every tokenizer of the mix)
-                        ids = [rng.randrange(0, 1000) for _ in range(rng.randint(10, 500))]
+                        # (ids below 256, the bytes: valid in every tokenizer of the mix)
+                        ids = [rng.randrange(0, 256) for _ in range(rng.randint(10, 500))]
                         stub.Decode(pb.DecodeRequest(tokenizer=tokenizer, ids=ids), timeout=30)
                 except grpc.RpcError as exc:
                     error = exc.code().name
@@ -300,6 +314,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "p50_ms": round(percentile(window.latencies, 0.50) * 1000, 2),
                 "p99_ms": round(percentile(window.latencies, 0.99) * 1000, 2),
                 "rss_mb": {k: round(v, 1) for k, v in rss.items()},
+                "cache_entries": cache_entries(server.metrics_port),
+                "loadavg_1m": os.getloadavg()[0],
             }
             samples.append(sample)
             print(json.dumps(sample), file=sys.stderr)
@@ -356,6 +372,14 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax_rss.set_ylabel("RSS (MB)")
     ax_rss.set_ylim(bottom=0)
     ax_rss.legend(fontsize=7, loc="lower right")
+    entries = [s.get("cache_entries") for s in samples]
+    if any(e is not None for e in entries):
+        ax_cache = ax_rss.twinx()
+        ax_cache.plot(t, [float("nan") if e is None else e / 1000 for e in entries],
+                      color="gray", linestyle="--", label="cache entries (k, all workers)")
+        ax_cache.set_ylabel("cache entries (thousands)", color="gray")
+        ax_cache.set_ylim(bottom=0)
+        ax_cache.legend(fontsize=7, loc="center right")
     ax_rss.set_title(f"tokend soak: {result['workers']} workers, {result['threads']} client "
                      f"threads, sampled every {t[0]:.0f} s" if t else "tokend soak")
     ax_lat.plot(t, [s["p99_ms"] for s in samples], label="p99")

@@ -298,7 +298,7 @@ class AsyncClient:
         *,
         vocab_size: int,
         special_tokens: Sequence[str] = (),
-        pattern: str = "gpt2",
+        pattern: str = "",
         corpus_path: str = "",
         timeout: float | None = None,
     ) -> AsyncTrainHandle:

@@ -198,8 +198,9 @@ class TrainSpec:
     name: str
     vocab_size: int
     special_tokens: tuple[str, ...] = ()
-    # "gpt2" (default), "cl100k", "o200k", or a custom regular expression.
-    pattern: str = "gpt2"
+    # "o200k", "cl100k", "gpt2", or a custom regular expression; "" (the default): the
+    # server's default, o200k.
+    pattern: str = ""
     # A corpus file relative to the server's --train-dir; "" when the corpus is streamed.
     corpus_path: str = ""
 

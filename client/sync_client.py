@@ -304,7 +304,7 @@ class Client:
         *,
         vocab_size: int,
         special_tokens: Sequence[str] = (),
-        pattern: str = "gpt2",
+        pattern: str = "",
         corpus_path: str = "",
         timeout: float | None = None,
     ) -> TrainHandle:
@@ -312,7 +312,8 @@ class Client:
 
         ``corpus`` is streamed (text, bytes, a local ``Path`` or byte chunks); or name a file
         under the server's --train-dir with ``corpus_path``. Needs the admin ``token`` when the
-        server sets one. Progress: iterate the handle; the published reference: ``result()``.
+        server sets one. ``pattern`` "" means the server's default (o200k). Progress: iterate
+        the handle; the published reference: ``result()``.
         """
         spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path)
         requests = _convert.train_requests(spec, corpus)

@@ -7,6 +7,8 @@ classes to gRPC status codes in one table (``tokend.server.errors``); the client
 
 from __future__ import annotations
 
+import errno
+
 # How many characters of a client's value an error message quotes (bug: a 6 KB name echoed in
 # full overflowed gRPC's trailer limit). Longer values are cut and their length is given.
 SHOWN_CHARS = 200
@@ -88,6 +90,28 @@ class LimitExceeded(TokendError, ValueError):
 
 class CorruptData(TokendError, ValueError):
     """A file on disk failed its checksum or could not be parsed; names file and line."""
+
+
+class StorageError(TokendError, OSError):
+    """A file could not be written (read-only disk, no permission...): nothing was changed."""
+
+
+class StorageFull(StorageError):
+    """The disk (or quota) is full: nothing was written; retry once space is freed."""
+
+
+def storage_error(exc: OSError, what: str) -> StorageError:
+    """The StorageError for an OSError met while doing ``what`` (StorageFull on ENOSPC/EDQUOT).
+
+    >>> import errno
+    >>> str(storage_error(OSError(errno.ENOSPC, "No space left on device", "/r/x"), "writing"))
+    'writing: /r/x: No space left on device'
+    """
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    where = f"{exc.filename}: " if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    cls = StorageFull if full else StorageError
+    return cls(f"{what}: {where}{reason}")
 
 
 class FailedPrecondition(TokendError, RuntimeError):

@@ -35,6 +35,13 @@ NAMED_PATTERNS: dict[str, str] = {
     "o200k": O200K_PATTERN,
 }
 
+# The pretokenization pattern a new tokenizer is trained with unless another is asked for
+# (library, CLI and the Train RPC alike). o200k's, as in OpenAI's current encodings: it keeps
+# contractions and casing apart and splits digits in threes. The documented results that were
+# measured with GPT-2's pattern (the CS336 reference merges, the comparison with HF's ByteLevel
+# trainer) name `pattern="gpt2"` explicitly and stay reproducible. See docs/training.md.
+DEFAULT_TRAIN_PATTERN = "o200k"
+
 MAX_PATTERN_LENGTH = 4096
 
 

@@ -45,6 +45,7 @@ from tokend.core.errors import (
     TokendError,
     UnknownTokenizer,
     shown,
+    storage_error,
 )
 from tokend.core.formats import (
     atomic_write_bytes,
@@ -411,42 +412,49 @@ class Registry:
         stage = self._staging / token
         lock_fd = held_lock_file(lock_path)
         try:
-            stage.mkdir()
-            for file, data in contents.items():
-                _write_synced(stage / file, data)
-            with self._lock():
-                name_dir = self._name_dir(name)
-                if not name_dir.is_dir():
-                    name_dir.mkdir()
-                    fsync_dir(self.root)
-                version = self._counter(name) + 1
-                manifest = build_manifest(
-                    name=name,
-                    version=version,
-                    pat_str=pat_str,
-                    special_tokens=special_tokens,
-                    n_vocab=n_vocab,
-                    mergeable_count=mergeable_count,
-                    explicit_n_vocab=explicit_n_vocab,
-                    files=files,
-                    training=extra.get("training"),  # type: ignore[arg-type]
-                    corpus=extra.get("corpus"),  # type: ignore[arg-type]
-                )
-                for key in ("format", "normalizer", "original_format", "chat"):
-                    if extra.get(key) is not None:
-                        value = extra[key]
-                        manifest[key] = dict(value) if isinstance(value, Mapping) else value
-                _write_synced(stage / MANIFEST_FILE, encode_manifest(manifest))
-                fsync_dir(stage)
-                # The counter goes first: a crash right after burns the number, never reuses it.
-                atomic_write_bytes(
-                    name_dir / COUNTER_FILE, json.dumps({"last_version": version}).encode()
-                )
-                target = name_dir / str(version)
-                os.rename(stage, target)
-                fsync_dir(name_dir)
-                fsync_dir(self._staging)
-                self._bump_generation()
+            try:
+                stage.mkdir()
+                for file, data in contents.items():
+                    _write_synced(stage / file, data)
+                with self._lock():
+                    name_dir = self._name_dir(name)
+                    if not name_dir.is_dir():
+                        name_dir.mkdir()
+                        fsync_dir(self.root)
+                    version = self._counter(name) + 1
+                    manifest = build_manifest(
+                        name=name,
+                        version=version,
+                        pat_str=pat_str,
+                        special_tokens=special_tokens,
+                        n_vocab=n_vocab,
+                        mergeable_count=mergeable_count,
+                        explicit_n_vocab=explicit_n_vocab,
+                        files=files,
+                        training=extra.get("training"),  # type: ignore[arg-type]
+                        corpus=extra.get("corpus"),  # type: ignore[arg-type]
+                    )
+                    for key in ("format", "normalizer", "original_format", "chat"):
+                        if extra.get(key) is not None:
+                            value = extra[key]
+                            manifest[key] = dict(value) if isinstance(value, Mapping) else value
+                    _write_synced(stage / MANIFEST_FILE, encode_manifest(manifest))
+                    fsync_dir(stage)
+                    # The counter goes first: a crash right after burns the number, never reuses it.
+                    atomic_write_bytes(
+                        name_dir / COUNTER_FILE, json.dumps({"last_version": version}).encode()
+                    )
+                    target = name_dir / str(version)
+                    os.rename(stage, target)
+                    fsync_dir(name_dir)
+                    fsync_dir(self._staging)
+                    self._bump_generation()
+            except OSError as exc:
+                # Disk full, read-only, no permission: the version was not renamed into place,
+                # so nothing is visible (a burnt version number at most).
+                raise storage_error(
+                    exc, f"cannot publish {name} in registry {self.root} (nothing was published)"
+                ) from exc
         finally:
             shutil.rmtree(stage, ignore_errors=True)
             lock_path.unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from tokend.core import corpus as corpus_io
 from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
 from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
-from tokend.core.patterns import NAMED_PATTERNS, resolve_pattern
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
 from tokend.core.train_count import CountPool, PieceCounter, use_compiled
 
 Pair = tuple[bytes, bytes]
@@ -134,7 +134,7 @@ def train_bpe(
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     *,
-    pattern: str = "gpt2",
+    pattern: str = DEFAULT_TRAIN_PATTERN,
     workers: int | None = None,
     progress: ProgressFn | None = None,
     should_stop: StopFn | None = None,

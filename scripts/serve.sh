@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install tokend into .venv and run the service with the built-in encodings.
+# Install tokend's runtime into .venv (skipped when nothing changed) and serve the built-ins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TOKEND_EXTRAS="${TOKEND_EXTRAS:-test}" bash scripts/setup.sh
+TOKEND_EXTRAS="" bash scripts/setup.sh
 exec .venv/bin/tokend serve "$@"

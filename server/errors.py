@@ -19,6 +19,8 @@ STATUS_TABLE: tuple[tuple[type[E.TokendError], grpc.StatusCode], ...] = (
     (E.UnknownTokenizer, grpc.StatusCode.NOT_FOUND),
     (E.UnknownJob, grpc.StatusCode.NOT_FOUND),
     (E.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (E.StorageFull, grpc.StatusCode.RESOURCE_EXHAUSTED),  # gRPC's own example: a full disk
+    (E.StorageError, grpc.StatusCode.UNAVAILABLE),  # read-only / unwritable: a server problem
     (E.InvalidInput, grpc.StatusCode.INVALID_ARGUMENT),  # incl. InvalidName, UnknownTokenId...
     (E.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (E.CorruptData, grpc.StatusCode.DATA_LOSS),

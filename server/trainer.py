@@ -35,9 +35,10 @@ HEARTBEAT_SECONDS = 0.25
 class Progress:
     """Latest progress from train_bpe, written to state.json by a heartbeat thread."""
 
-    def __init__(self, store: JobStore, job_id: str) -> None:
+    def __init__(self, store: JobStore, job_id: str, *, corpus_bytes: int = 0) -> None:
         self.store = store
         self.job_id = job_id
+        self.corpus_bytes = corpus_bytes  # the count phase's total (train_bpe may not know it)
         self.phase = "count"
         self.done = 0
         self.total = 0
@@ -50,6 +51,8 @@ class Progress:
         with self._lock:
             if phase != self.phase:
                 self._phase_start = time.monotonic()
+            if phase == "count" and total == 0:
+                total = self.corpus_bytes
             self.phase, self.done, self.total = phase, done, total
 
     def snapshot(self) -> dict[str, Any]:
@@ -83,7 +86,7 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
     job_id = job_dir.name
     job = store.read(job_id)
     cfg = job["config"]
-    progress = Progress(store, job_id)
+    progress = Progress(store, job_id, corpus_bytes=int(job.get("corpus_bytes", 0)))
     last_check = [0.0, False]
 
     def should_stop() -> bool:
@@ -135,7 +138,13 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
                      **progress.snapshot())
         raise
     progress.stop()
-    store.finish(job_id, SUCCEEDED, published=info.ref, **progress.snapshot())
+    # A finished job ("done") shows what it did: its merges (a small job may end before any
+    # heartbeat has shown a number), not the one-step publish phase's 1/1.
+    merges = len(result.merges)
+    merge_seconds = float(result.stats.seconds.get("merge", 0.0))
+    store.finish(job_id, SUCCEEDED, published=info.ref, done=merges,
+                 total=merges, rate=merges / merge_seconds if merge_seconds > 0 else 0.0,
+                 eta_seconds=0.0)
     return 0
 
 

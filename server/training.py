@@ -19,9 +19,16 @@ from typing import Any
 import grpc
 
 from tokend.core.builtins import list_encoding_names
-from tokend.core.errors import AlreadyExists, FailedPrecondition, InvalidInput, TokendError, shown
+from tokend.core.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidInput,
+    TokendError,
+    shown,
+    storage_error,
+)
 from tokend.core.names import check_name
-from tokend.core.patterns import resolve_pattern
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
 from tokend.server import limits
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -113,7 +120,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             )
         limits.check("vocab_size", cfg.vocab_size, self.config.max_vocab_size,
                      "--max-vocab-size", field="config.vocab_size")
-        pattern = cfg.pattern or "gpt2"
+        pattern = cfg.pattern or DEFAULT_TRAIN_PATTERN
         try:
             resolve_pattern(pattern)
         except TokendError as exc:
@@ -176,9 +183,12 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         request_iterator: Iterator[pb.TrainRequest],
         context: grpc.ServicerContext,
     ) -> Job:
-        job, upload_fd = self.jobs.create(
-            config, max_jobs=self.config.max_train_jobs, corpus_file=None
-        )
+        try:
+            job, upload_fd = self.jobs.create(
+                config, max_jobs=self.config.max_train_jobs, corpus_file=None
+            )
+        except OSError as exc:
+            raise storage_error(exc, "cannot create the training job on the server") from exc
         assert upload_fd is not None
         job_id = job["job_id"]
         received = 0
@@ -199,6 +209,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                                  field="corpus_chunk")
                     _check_utf8(decoder, chunk, received)
                     out.write(chunk)
+                _check_not_cancelled(context)
                 _check_utf8(decoder, b"", received, final=True)
                 if received == 0:
                     raise with_field(
@@ -208,10 +219,19 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                     )
                 out.flush()
                 os.fsync(out.fileno())
+        except OSError as exc:  # disk full, read-only...: the job is dropped, not half-kept
+            self.jobs.abort_upload(job_id, upload_fd)
+            raise storage_error(
+                exc, "cannot store the uploaded corpus on the server (no job was created)"
+            ) from exc
         except BaseException:
             self.jobs.abort_upload(job_id, upload_fd)
             raise
-        return self.jobs.finish_upload(job_id, upload_fd, received)
+        try:
+            return self.jobs.finish_upload(job_id, upload_fd, received)
+        except OSError as exc:
+            self.jobs.abort_upload(job_id, upload_fd)
+            raise storage_error(exc, "cannot queue the training job on the server") from exc
 
     def GetTrainJob(
         self, request: pb.GetTrainJobRequest, context: grpc.ServicerContext
@@ -254,6 +274,27 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             return self.jobs.read(job_id)
         except TokendError as exc:
             raise with_field(exc, "job_id") from None
+
+
+# How long the end of a Train request stream is watched for a cancellation before the upload
+# counts as complete (a fraction of any training job's time).
+CANCEL_SETTLE_SECONDS = 0.2
+
+
+def _check_not_cancelled(context: grpc.ServicerContext) -> None:
+    """Raise if the call was cancelled rather than the corpus completed.
+
+    subtle: grpcio can end the request iterator (StopIteration, as for a normal end of stream)
+    when the client cancels, a moment before the call shows as inactive; a job queued then
+    would train a truncated corpus for a client that never learned its id. So the end of the
+    stream is watched for up to CANCEL_SETTLE_SECONDS.
+    """
+    deadline = time.monotonic() + CANCEL_SETTLE_SECONDS
+    while True:
+        limits.check_alive(context)
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.02)
 
 
 def _check_utf8(

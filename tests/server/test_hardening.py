@@ -201,3 +201,43 @@ class TestReflectionV1:
                 assert {SERVICE, "grpc.reflection.v1.ServerReflection",
                         "grpc.reflection.v1alpha.ServerReflection"} <= names
                 assert described.file_descriptor_response.file_descriptor_proto
+
+
+class TestTrainingDefaults:
+    def test_a_small_job_reports_numbers_and_the_default_pattern_is_o200k(
+            self, tokend_server) -> None:
+        """Papercuts: a small job ended showing "done 1/1" (no number had been reported);
+        the pattern defaults to o200k's in the RPC as in the library and the CLI."""
+        import argparse
+
+        from tokend.commands import train as train_command
+        from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
+        from tokend.core.train import train_bpe
+
+        assert DEFAULT_TRAIN_PATTERN == "o200k"
+        assert train_bpe(iter(["a b c"]), 258).pattern == resolve_pattern("o200k")
+        parser = argparse.ArgumentParser()
+        train_command.register(parser.add_subparsers())
+        args = parser.parse_args(["train", "c.txt", "--vocab-size", "300", "--name", "x"])
+        assert args.pattern == "o200k"
+
+        corpus = ("Once upon a time there was a little robot who liked to count tokens. " * 40)
+        metadata = (("authorization", f"Bearer {tokend_server.admin_token}"),)
+        with grpc.insecure_channel(tokend_server.target) as channel:
+            stub = pb_grpc.TokenizerServiceStub(channel)
+            job = stub.Train(iter([
+                pb.TrainRequest(config=pb.TrainConfig(name="small-defaults", vocab_size=300)),
+                pb.TrainRequest(corpus_chunk=corpus.encode()),
+            ]), metadata=metadata, timeout=60).job
+            assert job.config.pattern == "o200k"
+            final = job
+            for update in stub.WatchTrainJob(pb.WatchTrainJobRequest(job_id=job.job_id),
+                                             timeout=120):
+                final = update.job
+            assert final.state == pb.TRAIN_JOB_STATE_SUCCEEDED, final.error
+            assert final.phase == "done" and final.done == final.total > 0
+            manifest = stub.GetTokenizer(pb.GetTokenizerRequest(
+                tokenizer=final.published), timeout=30).manifest
+        assert manifest.pattern == resolve_pattern("o200k")
+        expected = train_bpe(iter([corpus]), 300)
+        assert final.total == len(expected.merges)

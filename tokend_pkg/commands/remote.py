@@ -383,7 +383,7 @@ def run_remote_train(
     corpus: Path | None,
     corpus_path: str = "",
     special_tokens: Sequence[str] = (),
-    pattern: str = "gpt2",
+    pattern: str = "",
     detach: bool = False,
 ) -> int:
     """Start a training job on the server and follow it with a progress bar on stderr.
@@ -434,4 +434,4 @@ class ProgressBar(LineProgress):
         eta = f" eta {job.eta_seconds:.0f}s" if job.eta_seconds > 0 else ""
         rate = f" {job.rate:,.0f}/s" if job.rate > 0 else ""
         phase = job.phase or job.state.value
-        self.draw(f"\r{phase:<8} [{bar}] {job.done}/{job.total}{rate}{eta}", 78)
+        self.draw(f"\r{phase:<8} [{bar}] {job.done:,}/{job.total:,}{rate}{eta}", 78)

@@ -21,6 +21,7 @@ from tokend.commands.progress import LineProgress
 from tokend.core.errors import Cancelled, TokendError
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
 from tokend.core.train import TrainResult, train_bpe
 
 DESCRIPTION = """\
@@ -45,8 +46,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="256 bytes + merges + special tokens")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN",
                         help="a special token (repeatable), e.g. --special '<|endoftext|>'")
-    parser.add_argument("--pattern", default="gpt2", metavar="NAME|REGEX",
-                        help="gpt2, cl100k, o200k or a regex (default gpt2)")
+    parser.add_argument("--pattern", default=DEFAULT_TRAIN_PATTERN, metavar="NAME|REGEX",
+                        help=f"gpt2, cl100k, o200k or a regex (default {DEFAULT_TRAIN_PATTERN})")
     parser.add_argument("--name", required=True, help="tokenizer name in the registry")
     parser.add_argument("--registry", type=Path, metavar="DIR",
                         help="registry folder (env TOKEND_REGISTRY, default: user data dir)")

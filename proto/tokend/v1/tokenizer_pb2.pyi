@@ -1151,7 +1151,7 @@ class TrainConfig(_message.Message):
     vocab_size: _builtins.int
     """256 byte tokens + merges + special tokens."""
     pattern: _builtins.str
-    """"gpt2" (default), "cl100k", "o200k", or a custom regular expression."""
+    """"o200k" (the default, also when empty), "cl100k", "gpt2", or a custom regular expression."""
     corpus_path: _builtins.str
     """A corpus file relative to the server's --train-dir; empty when the corpus is streamed."""
     @_builtins.property

@@ -1,0 +1,81 @@
+"""scripts/setup.sh skips pip when nothing changed, and its stamp notices what must rebuild."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SETUP = ROOT / "scripts" / "setup.sh"
+
+
+def source_hash(tree: Path, **env: str) -> str:
+    """Run setup.sh's own ``source_hash`` function in ``tree``."""
+    text = SETUP.read_text()
+    start = text.index("source_hash() {")
+    function = text[start:text.index("\n}\n", start) + 3]
+    result = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{function}\nsource_hash"], cwd=tree,
+        capture_output=True, text=True, check=True,
+        env={k: v for k, v in os.environ.items() if k != "TOKEND_REQUIRE_COMPILED"} | env,
+    )
+    return result.stdout.strip()
+
+
+def make_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    for name in ("pyproject.toml", "setup.py"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "core" / "engine", tree / "core" / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    for folder in ("server", "client", "proto", "tokend_pkg"):
+        (tree / folder).mkdir()
+    (tree / ".venv" / "bin").mkdir(parents=True)
+    (tree / ".venv" / "bin" / "python").symlink_to(ROOT / ".venv" / "bin" / "python")
+    return tree
+
+
+class TestSetupStamp:
+    def test_engine_sources_config_and_new_modules_change_the_stamp(self, tmp_path) -> None:
+        """An edit of an engine source (compiled into the extension), of pyproject.toml or
+        setup.py, a new module, or TOKEND_REQUIRE_COMPILED must each make setup.sh run pip."""
+        tree = make_tree(tmp_path)
+        base = source_hash(tree)
+        assert source_hash(tree) == base
+        engine_sources = sorted(p for p in (tree / "core" / "engine").iterdir()
+                                if p.suffix in (".pyx", ".pxi", ".h", ".pyi"))
+        assert engine_sources
+        for path in [*engine_sources, tree / "pyproject.toml", tree / "setup.py"]:
+            original = path.read_bytes()
+            path.write_bytes(original + b"\n# changed\n")
+            assert source_hash(tree) != base, path.name
+            path.write_bytes(original)
+        assert source_hash(tree) == base
+        (tree / "server" / "new_module.py").write_text("")
+        assert source_hash(tree) != base
+        (tree / "server" / "new_module.py").unlink()
+        assert source_hash(tree, TOKEND_REQUIRE_COMPILED="1") != base
+
+    def test_an_unchanged_checkout_skips_pip(self) -> None:
+        """With the stamp matching (scripts/test.sh just installed), the runtime-only install
+        that scripts/serve.sh asks for returns at once and leaves the stamp alone."""
+        stamp = ROOT / ".venv" / ".tokend-install-stamp"
+        subprocess.run(["bash", str(SETUP)], check=True, capture_output=True,
+                       env={**os.environ, "TOKEND_EXTRAS": "dev"})
+        before = stamp.read_text()
+        start = time.monotonic()
+        subprocess.run(["bash", str(SETUP)], check=True, capture_output=True,
+                       env={**os.environ, "TOKEND_EXTRAS": ""})
+        assert time.monotonic() - start < 5.0
+        assert stamp.read_text() == before
+
+    def test_serve_installs_the_runtime_only(self) -> None:
+        text = (ROOT / "scripts" / "serve.sh").read_text()
+        assert 'TOKEND_EXTRAS="" bash scripts/setup.sh' in text
+        test_sh = (ROOT / "scripts" / "test.sh").read_text()
+        assert "export TOKEND_REQUIRE_COMPILED=1" in test_sh
+        assert "TOKEND_EXTRAS" not in test_sh  # the dev extras, setup.sh's default
