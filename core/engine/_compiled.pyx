@@ -586,44 +586,35 @@ cdef class _BlockCache:
     cdef bint lookup(
         self, uint64_t h, const unsigned char* p, Py_ssize_t n, int32_t* out, Py_ssize_t* count
     ) noexcept:
-        """Copy the ids of block p[0:n] to ``out`` if cached (``count`` set) and count the
-        hit; else count a miss."""
-        cdef int32_t e = _gen_find(&self.young, h, p, n)
-        if e >= 0:
-            count[0] = self.young.val_len[e]
-            memcpy(out, self.young.vals + self.young.val_off[e], count[0] * sizeof(int32_t))
-            self.hits += 1
+        """If block p[0:n] is cached, set ``count`` to its number of ids, copy them to ``out``
+        (unless it is NULL: counting needs only the number) and count a hit; else count a
+        miss. A hit in the old generation is promoted into the young one."""
+        cdef Generation* gen = &self.young
+        cdef int32_t e = _gen_find(gen, h, p, n)
+        cdef int32_t* copy = out
+        if e < 0:
+            gen = &self.old
+            e = _gen_find(gen, h, p, n)
+            if e < 0:
+                self.misses += 1
+                return False
+        count[0] = gen.val_len[e]
+        self.hits += 1
+        if out != NULL:
+            memcpy(out, gen.vals + gen.val_off[e], count[0] * sizeof(int32_t))
+        if gen == &self.young:
             return True
-        e = _gen_find(&self.old, h, p, n)
-        if e >= 0:
-            count[0] = self.old.val_len[e]
-            memcpy(out, self.old.vals + self.old.val_off[e], count[0] * sizeof(int32_t))
-            self.hits += 1
-            self.insert(h, p, n, out, count[0])  # promote (out holds the copy)
-            return True
-        self.misses += 1
-        return False
-
-    cdef bint lookup_size(self, uint64_t h, const unsigned char* p, Py_ssize_t n, Py_ssize_t* count) noexcept:
-        """Like lookup, for counting: only the number of ids."""
-        cdef int32_t e = _gen_find(&self.young, h, p, n)
-        if e >= 0:
-            count[0] = self.young.val_len[e]
-            self.hits += 1
-            return True
-        e = _gen_find(&self.old, h, p, n)
-        if e >= 0:
-            count[0] = self.old.val_len[e]
-            self.hits += 1
-            # promote: copy the ids out first, the turnover may free the old generation
-            tmp = <int32_t*>malloc(count[0] * sizeof(int32_t) + 1)
-            if tmp != NULL:
-                memcpy(tmp, self.old.vals + self.old.val_off[e], count[0] * sizeof(int32_t))
-                self.insert(h, p, n, tmp, count[0])
-                free(tmp)
-            return True
-        self.misses += 1
-        return False
+        # Promote. The ids are copied out first: the insert's turnover may free the old
+        # generation that ``gen`` points into.
+        if out == NULL:
+            copy = <int32_t*>malloc(count[0] * sizeof(int32_t) + 1)
+            if copy == NULL:
+                return True  # out of memory: a hit all the same, just not promoted
+            memcpy(copy, gen.vals + gen.val_off[e], count[0] * sizeof(int32_t))
+        self.insert(h, p, n, copy, count[0])
+        if out == NULL:
+            free(copy)
+        return True
 
     cdef void insert(
         self, uint64_t h, const unsigned char* p, Py_ssize_t n, const int32_t* ids,
@@ -871,13 +862,13 @@ cdef class CompiledEngine:
                 b.cacheable = end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0
                 if b.cacheable:
                     b.hash = _hash(s + start, end - start) | 1
-                    if want_list:
-                        b.hit = self.cache.lookup(b.hash, s + start, end - start, hits + hits_used, &b.count)
-                        if b.hit:
-                            b.offset = hits_used
-                            hits_used += b.count
-                    else:
-                        b.hit = self.cache.lookup_size(b.hash, s + start, end - start, &b.count)
+                    b.hit = self.cache.lookup(
+                        b.hash, s + start, end - start, hits + hits_used if want_list else NULL,
+                        &b.count,
+                    )
+                    if b.hit and want_list:
+                        b.offset = hits_used
+                        hits_used += b.count
                 if not b.hit:
                     miss_bytes += end - start
                 start = end

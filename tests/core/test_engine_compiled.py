@@ -49,6 +49,24 @@ class TestBlockCache:
             assert info.entries <= info.max_entries == 20
         assert enc.cache_info().evictions > 0
 
+    def test_count_and_encode_share_promotions(self) -> None:
+        """Counting and encoding interleaved over a working set larger than the young
+        generation: hits in the old generation are promoted by both paths (counting copies
+        the ids out before the turnover frees them), and ids and counts stay tiktoken's."""
+        paragraphs = [p for p in shakespeare_text()[:200_000].split("\n\n") if len(p) > 200][:60]
+        enc = compiled("o200k_base", cache_entries=256)  # 32 blocks: 16 per generation
+        ref = reference("o200k_base")
+        expected = [ref.encode_ordinary(p) for p in paragraphs]
+        rng = random.Random(5)
+        for _ in range(400):
+            i = rng.randrange(len(paragraphs))
+            if rng.random() < 0.5:
+                assert enc.count(paragraphs[i]) == len(expected[i])
+            else:
+                assert enc.encode_ordinary(paragraphs[i]) == expected[i]
+        info = enc.cache_info()
+        assert info.hits > 0 and info.evictions > 0 and info.entries <= info.max_entries
+
     def test_disabled(self) -> None:
         """cache_entries=0 caches nothing."""
         enc = compiled("o200k_base", cache_entries=0)
