@@ -33,6 +33,7 @@ from tokend.core.errors import (
     UnknownTokenId,
     shown,
 )
+from tokend.core.pipeline.alignment import byte_offsets
 from tokend.core.tokenizer import Tokenizer, add_special_tokens
 from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
@@ -98,10 +99,15 @@ class TokenizerService(TrainingService):
             limits.check_alive(context)
             field = f"texts[{i}]"
             limits.check_text(text, self.config.max_text_bytes, field)
+            offsets = None
             try:
-                ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
-                if request.add_special_tokens:
-                    ids = add_special_tokens(enc, ids)
+                if request.include_details and hasattr(enc, "encode_with_offsets"):
+                    ids, offsets = encode_with_offsets(
+                        enc, text, allowed, disallowed, request.add_special_tokens)
+                else:
+                    ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+                    if request.add_special_tokens:
+                        ids = add_special_tokens(enc, ids)
             except TokendError as exc:
                 raise field_error(exc, field) from None
             total += len(ids)
@@ -110,7 +116,7 @@ class TokenizerService(TrainingService):
             result = response.results.add()
             result.ids.extend(ids)
             if request.include_details:
-                result.details.extend(token_details(enc, ids))
+                result.details.extend(token_details(enc, ids, offsets))
         count_encoded("Encode", total, served)
         return response
 
@@ -463,16 +469,33 @@ def special_policy(
     return allowed, disallowed
 
 
-def token_details(enc: Tokenizer, ids: Sequence[int]) -> list[pb.TokenDetail]:
-    """Per-token piece bytes, byte offsets [start, end) and special flag (the TEI shape)."""
+def token_details(
+    enc: Tokenizer, ids: Sequence[int], offsets: Sequence[tuple[int, int]] | None = None
+) -> list[pb.TokenDetail]:
+    """Per-token piece bytes, byte offsets [start, end) and special flag (the TEI shape).
+
+    ``offsets`` are the byte spans in the request text when the tokenizer tracks them (the
+    pipeline families, whose text is normalized); otherwise each piece follows the previous
+    one, which for tiktoken-style BPE is exactly where it sits in the text.
+    """
     pieces = enc.decode_tokens_bytes(ids)
-    ends = list(accumulate(len(p) for p in pieces))
+    if offsets is None:
+        ends = list(accumulate(len(p) for p in pieces))
+        offsets = [(end - len(p), end) for p, end in zip(pieces, ends, strict=True)]
     return [
-        pb.TokenDetail(
-            id=i, piece=p, start=end - len(p), end=end, special=enc.is_special_token(i)
-        )
-        for i, p, end in zip(ids, pieces, ends, strict=True)
+        pb.TokenDetail(id=i, piece=p, start=start, end=end, special=enc.is_special_token(i))
+        for i, p, (start, end) in zip(ids, pieces, offsets, strict=True)
     ]
+
+
+def encode_with_offsets(
+    enc: Tokenizer, text: str, allowed: Allowed, disallowed: Disallowed, add_special: bool
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Ids and UTF-8 byte offsets into ``text`` from a tokenizer that tracks alignments."""
+    ids, chars = enc.encode_with_offsets(  # type: ignore[attr-defined]
+        text, allowed_special=allowed, disallowed_special=disallowed,
+        add_special_tokens=add_special)
+    return ids, byte_offsets(text, chars)
 
 
 def message_dict(message: pb.ChatMessage, field: str, max_bytes: int) -> dict[str, Any]:

@@ -88,8 +88,13 @@ class CharsMap:
         Returns ``(original, replacement)`` pieces covering ``text`` in order (unchanged spans
         as one piece each), so callers can apply SentencePiece's whitespace rules per piece.
         """
+        return [(original, norm) for original, norm, _key in self.chunks_longest(text)]
+
+    def chunks_longest(self, text: str) -> list[tuple[str, str, bool]]:
+        """``normalize_longest`` with a flag per piece: True for a charsmap key, False for an
+        unchanged span (which SentencePiece consumes one character at a time)."""
         data = text.encode("utf-8", errors="surrogatepass")
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, bool]] = []
         pos = 0
         for match in self.first_bytes.finditer(data):
             at = match.start()
@@ -101,13 +106,13 @@ class CharsMap:
             length, value = max(found, key=lambda item: item[0])
             if pos < at:
                 plain = data[pos:at].decode("utf-8", errors="surrogatepass")
-                out.append((plain, plain))
+                out.append((plain, plain, False))
             original = data[at : at + length].decode("utf-8", errors="replace")
-            out.append((original, self.replacement(value)))
+            out.append((original, self.replacement(value), True))
             pos = at + length
         if pos < len(data):
             plain = data[pos:].decode("utf-8", errors="surrogatepass")
-            out.append((plain, plain))
+            out.append((plain, plain, False))
         return out
 
     def transform(self, chunk: str) -> str | None:

@@ -14,6 +14,8 @@ from tokend.core.errors import CorruptData
 from tokend.core.pipeline._config import component_type, field, unsupported
 
 MergeTable = dict[tuple[int, int], tuple[int, int]]  # (left id, right id) -> (rank, merged id)
+Span = tuple[int, int]  # start, end: characters of the word
+Token = tuple[int, int, int]  # id, start, end
 UNK_PENALTY = 10.0  # Unigram: an unknown character scores min_score - 10 (SentencePiece's)
 
 
@@ -37,6 +39,33 @@ def bpe_merge(ids: list[int], merges: MergeTable) -> list[int]:
     return ids
 
 
+def bpe_merge_spans(ids: list[int], spans: list[Span], merges: MergeTable) -> list[Token]:
+    """:func:`bpe_merge` with each symbol's character span in the word (merged spans join)."""
+    get = merges.get
+    while len(ids) > 1:
+        best = None
+        best_at = -1
+        for i in range(len(ids) - 1):
+            found = get((ids[i], ids[i + 1]))
+            if found is not None and (best is None or found[0] < best[0]):
+                best, best_at = found, i
+        if best is None:
+            break
+        ids[best_at : best_at + 2] = [best[1]]
+        spans[best_at : best_at + 2] = [(spans[best_at][0], spans[best_at + 1][1])]
+    return [(i, s, e) for i, (s, e) in zip(ids, spans, strict=True)]
+
+
+def spans_of(pieces: list[str]) -> list[Span]:
+    """The character spans of pieces that concatenate to a word."""
+    out: list[Span] = []
+    start = 0
+    for piece in pieces:
+        out.append((start, start + len(piece)))
+        start += len(piece)
+    return out
+
+
 def byte_token(byte: int) -> str:
     """The byte-fallback token of a byte: ``<0x0A>``."""
     return f"<0x{byte:02X}>"
@@ -48,6 +77,10 @@ class Model:
     vocab: dict[str, int]
 
     def tokenize(self, word: str) -> list[int]:
+        raise NotImplementedError
+
+    def tokenize_spans(self, word: str) -> list[Token]:
+        """``tokenize`` with each token's character span in ``word`` (HF's token offsets)."""
         raise NotImplementedError
 
     def id_to_token(self, token_id: int) -> str | None:
@@ -142,6 +175,48 @@ class BPE(Model):
             ids.append(unk)
         return bpe_merge(ids, self.merges)
 
+    def tokenize_spans(self, word: str) -> list[Token]:
+        vocab = self.vocab
+        if self.ignore_merges:
+            whole = vocab.get(word)
+            if whole is not None:
+                return [(whole, 0, len(word))]
+        ids: list[int] = []
+        spans: list[Span] = []
+        unk: tuple[int, int, int] | None = None  # pending unknown: id, start, end
+        last = len(word) - 1
+        for i, c in enumerate(word):
+            s = c
+            if i and self.prefix:
+                s = self.prefix + s
+            if i == last and self.suffix:
+                s = s + self.suffix
+            found = vocab.get(s)
+            if found is not None:
+                if unk is not None:
+                    ids.append(unk[0])
+                    spans.append(unk[1:])
+                    unk = None
+                ids.append(found)
+                spans.append((i, i + 1))
+                continue
+            if self.byte_fallback:
+                bytes_ids = [vocab.get(byte_token(b)) for b in s.encode("utf-8", "surrogatepass")]
+                if None not in bytes_ids:
+                    ids += bytes_ids  # type: ignore[arg-type]
+                    spans += [(i, i + 1)] * len(bytes_ids)  # each byte: its character's span
+                    continue
+            if self.unk_token is not None:
+                if unk is not None and not self.fuse_unk:
+                    ids.append(unk[0])
+                    spans.append(unk[1:])
+                    unk = None
+                unk = (self._unk(), i, i + 1) if unk is None else (unk[0], unk[1], i + 1)
+        if unk is not None:
+            ids.append(unk[0])
+            spans.append(unk[1:])
+        return bpe_merge_spans(ids, spans, self.merges)
+
 
 class WordPiece(Model):
     """Greedy longest-match-first subwords; a word with an unknown part becomes the unk."""
@@ -162,10 +237,13 @@ class WordPiece(Model):
         return [unk]
 
     def tokenize(self, word: str) -> list[int]:
+        return [token for token, _s, _e in self.tokenize_spans(word)]
+
+    def tokenize_spans(self, word: str) -> list[Token]:
         if len(word) > self.max_chars:
-            return self._unk()
+            return [(self._unk()[0], 0, len(word))]
         vocab, prefix = self.vocab, self.prefix
-        ids: list[int] = []
+        out: list[Token] = []
         start = 0
         while start < len(word):
             end = len(word)
@@ -177,10 +255,10 @@ class WordPiece(Model):
                     break
                 end -= 1
             if found is None:
-                return self._unk()
-            ids.append(found)
+                return [(self._unk()[0], 0, len(word))]
+            out.append((found, start, end))
             start = end
-        return ids
+        return out
 
 
 class Unigram(Model):
@@ -275,6 +353,24 @@ class Unigram(Model):
             ids.append(self._unk())
         return ids
 
+    def tokenize_spans(self, word: str) -> list[Token]:
+        out: list[Token] = []
+        vocab = self.vocab
+        pieces = self._viterbi(word)
+        for piece, (start, end) in zip(pieces, spans_of(pieces), strict=True):
+            found = vocab.get(piece)
+            if found is not None:
+                out.append((found, start, end))
+                continue
+            if self.byte_fallback:
+                byte_ids = [vocab.get(byte_token(b)) for b in piece.encode("utf-8",
+                                                                            "surrogatepass")]
+                if None not in byte_ids:  # HF: every byte token spans the whole piece
+                    out += [(b, start, end) for b in byte_ids]  # type: ignore[misc]
+                    continue
+            out.append((self._unk(), start, end))
+        return out
+
 
 class WordLevel(Model):
     """Whole words only; anything else is the unk token."""
@@ -289,6 +385,9 @@ class WordLevel(Model):
             if found is None:
                 raise CorruptData(f"unk_token {self.unk_token!r} is not in the vocabulary")
         return [found]
+
+    def tokenize_spans(self, word: str) -> list[Token]:
+        return [(self.tokenize(word)[0], 0, len(word))]
 
 
 def _vocab(obj: dict[str, Any], path: str) -> dict[str, int]:

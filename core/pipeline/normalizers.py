@@ -1,8 +1,9 @@
 """Normalizers: text -> text before pre-tokenization, one class per HF ``normalizers`` type.
 
-Each works on a plain ``str`` (tokend reports offsets in the decoded text, so it needs no
-alignment tracking). Semantics follow HF ``tokenizers/src/normalizers/*.rs``; where Rust and
-Python disagree on a Unicode definition (whitespace, lowercasing Σ) the Rust one is spelled out.
+Each works on a plain ``str``; ``normalize_aligned`` does the same and also keeps where each
+character came from (:mod:`core.pipeline.alignment`), only when a request asks for offsets.
+Semantics follow HF ``tokenizers/src/normalizers/*.rs``; where Rust and Python disagree on a
+Unicode definition (whitespace, lowercasing Σ) the Rust one is spelled out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import regex
 
 from tokend.core.errors import CorruptData
 from tokend.core.formats import bytes_to_unicode
+from tokend.core.pipeline import alignment as al
 from tokend.core.pipeline._config import (
     WHITESPACE,
     compile_pattern,
@@ -33,6 +35,11 @@ class Normalizer:
     def normalize(self, text: str) -> str:
         raise NotImplementedError
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        """``normalize`` that also maps each new character to its original span (``align`` has
+        one span per character of ``text``; ``base`` is where the segment starts)."""
+        raise NotImplementedError
+
 
 class Unicode(Normalizer):
     """NFC / NFD / NFKC / NFKD."""
@@ -43,6 +50,11 @@ class Unicode(Normalizer):
     def normalize(self, text: str) -> str:
         return text if text.isascii() else unicodedata.normalize(self.form, text)
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        if text.isascii():
+            return text, align
+        return al.transform(align, al.unicode_changes(text, self.form), 0, base)
+
 
 class Lowercase(Normalizer):
     """Rust's per-character ``to_lowercase`` (no final-sigma rule, unlike ``str.lower``)."""
@@ -51,6 +63,9 @@ class Lowercase(Normalizer):
         if "Σ" not in text:
             return text.lower()
         return "".join(c.lower() for c in text)
+
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        return al.expand_each(text, align, str.lower)
 
 
 class Strip(Normalizer):
@@ -66,6 +81,14 @@ class Strip(Normalizer):
             text = text.rstrip(WHITESPACE)
         return text
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        start, end = 0, len(text)
+        if self.left:
+            start = end - len(text.lstrip(WHITESPACE))
+        if self.right:
+            end = start + len(text[start:].rstrip(WHITESPACE))
+        return text[start:end], align[start:end]
+
 
 class StripAccents(Normalizer):
     """Drop combining marks (categories Mn, Mc, Me); usually after NFD."""
@@ -74,6 +97,9 @@ class StripAccents(Normalizer):
         if text.isascii():
             return text
         return "".join(c for c in text if not unicodedata.category(c).startswith("M"))
+
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        return al.keep(text, align, (not unicodedata.category(c).startswith("M") for c in text))
 
 
 class Replace(Normalizer):
@@ -86,6 +112,26 @@ class Replace(Normalizer):
         content = self.content
         return self.pattern.sub(lambda _m: content, text)
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        # HF: the content is inserted after the match's characters are removed, so each of
+        # its characters shares the alignment of the match's last character.
+        parts: list[str] = []
+        out: al.Align = []
+        last = 0
+        content = self.content
+        for match in self.pattern.finditer(text):
+            start, end = match.span()
+            parts.append(text[last:start])
+            out += align[last:start]
+            if content:
+                span = align[end - 1] if end >= 1 else (base, base)
+                parts.append(content)
+                out += [span] * len(content)
+            last = end
+        parts.append(text[last:])
+        out += align[last:]
+        return "".join(parts), out
+
 
 class Prepend(Normalizer):
     """Prepend a string to any non-empty text."""
@@ -95,6 +141,11 @@ class Prepend(Normalizer):
 
     def normalize(self, text: str) -> str:
         return self.prepend + text if text else text
+
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        if not text:
+            return text, align
+        return self.prepend + text, [align[0]] * len(self.prepend) + align
 
 
 # BERT's control test is Rust's unicode_categories ``is_other``: Cc, Cf, Co, Cs (not the
@@ -134,6 +185,21 @@ class BertNormalizer(Normalizer):
             text = Lowercase().normalize(text)
         return text
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        if self.clean_text:
+            text, align = al.keep(text, align, (_BERT_CONTROL.match(c) is None for c in text))
+            text = _BERT_SPACE.sub(" ", text)  # one character for one: alignment unchanged
+        if self.handle_chinese_chars:
+            # HF: [(' ', 0), (c, 1), (' ', 1)]: all three aligned to the CJK character
+            text, align = al.expand_each(
+                text, align, lambda c: f" {c} " if _CJK.match(c) else c)
+        if self.strip_accents:
+            text, align = Unicode("NFD").normalize_aligned(text, align, base)
+            text, align = al.keep(text, align, (unicodedata.category(c) != "Mn" for c in text))
+        if self.lowercase:
+            text, align = Lowercase().normalize_aligned(text, align, base)
+        return text, align
+
 
 _NMT_DROP = frozenset(
     [chr(c) for c in range(0x01, 0x09)] + ["\x0b"] + [chr(c) for c in range(0x0E, 0x20)]
@@ -152,6 +218,10 @@ class Nmt(Normalizer):
         return "".join(
             "" if c in _NMT_DROP else " " if c in _NMT_SPACE else c for c in text
         )
+
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        text, align = al.keep(text, align, (c not in _NMT_DROP for c in text))
+        return "".join(" " if c in _NMT_SPACE else c for c in text), align
 
 
 class Precompiled(Normalizer):
@@ -178,6 +248,42 @@ class Precompiled(Normalizer):
                 out.append(c if norm is None else norm)
         return "".join(out)
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        if not text or self.charsmap.first_bytes.search(text.encode("utf-8", "surrogatepass")) \
+                is None:
+            return text, align
+        transform = self.charsmap.transform
+        changes: list[al.Change] = []
+        for grapheme in regex.findall(r"\X", text):
+            if len(grapheme.encode("utf-8", "surrogatepass")) < 6:
+                norm = transform(grapheme)
+                if norm is not None:
+                    _replace(changes, grapheme, norm)
+                    continue
+            for c in grapheme:
+                norm = transform(c)
+                if norm is None:
+                    changes.append((c, 0))
+                else:
+                    _replace(changes, c, norm)
+        return al.transform(align, changes, 0, base)
+
+
+def _replace(changes: list[al.Change], old: str, new: str) -> None:
+    """HF precompiled.rs ``replace``: the change tags of swapping ``old`` for ``new``.
+
+    subtle: a shrink is charged to the *last tag so far*, even one from an earlier grapheme
+    (and lost at the very start), as HF does; the offsets follow its quirk exactly.
+    """
+    diff = len(new) - len(old)
+    changes += [(c, 0) for c in new]
+    if diff > 0:
+        for i in range(len(changes) - diff, len(changes)):
+            changes[i] = (changes[i][0], 1)
+    elif diff < 0 and changes:
+        char, change = changes[-1]
+        changes[-1] = (char, change + diff)
+
 
 class Sequence(Normalizer):
     """Apply normalizers in order (an empty sequence changes nothing)."""
@@ -190,6 +296,11 @@ class Sequence(Normalizer):
             text = normalizer.normalize(text)
         return text
 
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        for normalizer in self.normalizers:
+            text, align = normalizer.normalize_aligned(text, align, base)
+        return text, align
+
 
 class ByteLevel(Normalizer):
     """Map every UTF-8 byte to GPT-2's printable alphabet."""
@@ -197,6 +308,9 @@ class ByteLevel(Normalizer):
     def normalize(self, text: str) -> str:
         table = bytes_to_unicode()
         return "".join(table[b] for b in text.encode("utf-8", "surrogatepass"))
+
+    def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
+        return al.expand_each(text, align, self.normalize)
 
 
 def _precompiled(obj: dict[str, Any], path: str) -> Normalizer:

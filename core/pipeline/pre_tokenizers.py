@@ -4,6 +4,9 @@ A piece is ``(text, at_start)``: ``at_start`` says the piece begins at offset 0 
 text, which only Metaspace's ``prepend_scheme: first`` asks about. Splitting follows HF's
 ``NormalizedString::split``: the pattern yields matches and the gaps between them, the
 behaviour decides what happens to the matches, empty pieces are dropped.
+
+An aligned piece (``pre_tokenize_aligned``, used only when offsets are asked for) also carries
+the original span of each of its characters (:mod:`core.pipeline.alignment`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from tokend.core.pipeline._config import (
     field,
     unsupported,
 )
+from tokend.core.pipeline.alignment import Align
 
 Piece = tuple[str, bool]
+AlignedPiece = tuple[str, bool, Align]  # text, at_start, the original span of each character
 Span = tuple[int, int, bool]  # start, end, is a match
 
 BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -126,6 +131,22 @@ class PreTokenizer:
     def split(self, piece: Piece) -> list[Piece]:
         raise NotImplementedError
 
+    def pre_tokenize_aligned(self, pieces: list[AlignedPiece]) -> list[AlignedPiece]:
+        """``pre_tokenize`` with each piece's alignment carried along."""
+        out: list[AlignedPiece] = []
+        for piece in pieces:
+            out += self.split_aligned(piece)
+        return out
+
+    def split_aligned(self, piece: AlignedPiece) -> list[AlignedPiece]:
+        text, at_start, align = piece
+        return [(text[s:e], at_start and s == 0, align[s:e]) for s, e in self.bounds(text)
+                if e > s]
+
+    def bounds(self, text: str) -> Iterable[tuple[int, int]]:
+        """Where ``split`` cuts ``text`` (for the pre-tokenizers that only cut)."""
+        raise NotImplementedError
+
 
 class Split(PreTokenizer):
     """Split on a literal or regex with a behaviour, optionally inverted."""
@@ -149,10 +170,13 @@ class Split(PreTokenizer):
             if prev < len(text):
                 out.append((text[prev:], at_start and prev == 0))
             return out
+        return cut(piece, self.bounds(text))
+
+    def bounds(self, text: str) -> Iterable[tuple[int, int]]:
         spans = regex_spans(self.pattern, text)
         if self.invert:
             spans = [(s, e, not m) for s, e, m in spans]
-        return cut(piece, apply_behavior(spans, self.behavior))
+        return apply_behavior(spans, self.behavior)
 
 
 class CharSplit(PreTokenizer):
@@ -184,14 +208,20 @@ class CharSplit(PreTokenizer):
                 return [(p, False) for p in parts]
             # only a first part that starts at offset 0 keeps at_start
             return [(parts[0], text.startswith(parts[0])), *((p, False) for p in parts[1:])]
-        return cut(piece, apply_behavior(char_spans(self.predicate, piece[0]), self.behavior))
+        return cut(piece, self.bounds(piece[0]))
+
+    def bounds(self, text: str) -> Iterable[tuple[int, int]]:
+        return apply_behavior(char_spans(self.predicate, text), self.behavior)
 
 
 class Whitespace(PreTokenizer):
     r"""Words and runs of other non-space characters (``\w+|[^\w\s]+``)."""
 
     def split(self, piece: Piece) -> list[Piece]:
-        return cut(piece, (m.span() for m in _WHITESPACE_RE.finditer(piece[0])))
+        return cut(piece, self.bounds(piece[0]))
+
+    def bounds(self, text: str) -> Iterable[tuple[int, int]]:
+        return [m.span() for m in _WHITESPACE_RE.finditer(text)]
 
 
 _PUNCT_CLASS = r"[!-/:-@\[-`{-~\p{P}]"  # ASCII punctuation (Rust's) and Unicode P*
@@ -213,6 +243,9 @@ class BertPreTokenizer(PreTokenizer):
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return self._punct.pre_tokenize(self._space.pre_tokenize(pieces))
+
+    def pre_tokenize_aligned(self, pieces: list[AlignedPiece]) -> list[AlignedPiece]:
+        return self._punct.pre_tokenize_aligned(self._space.pre_tokenize_aligned(pieces))
 
 
 # Latin-1 code point (= a byte) -> GPT-2's printable character, for str.translate.
@@ -244,6 +277,26 @@ class ByteLevel(PreTokenizer):
             pieces = cut(pieces[0], apply_behavior(regex_spans(_GPT2_RE, text), "Isolated"))
         return [(to_byte_chars(t), s) for t, s in pieces]
 
+    def split_aligned(self, piece: AlignedPiece) -> list[AlignedPiece]:
+        text, at_start, align = piece
+        if self.add_prefix_space and text and not text.startswith(" "):
+            text, align = " " + text, [align[0], *align]  # HF's prepend: the first char's span
+        pieces = [(text, at_start, align)]
+        if self.use_regex:
+            bounds = apply_behavior(regex_spans(_GPT2_RE, text), "Isolated")
+            pieces = [(text[s:e], at_start and s == 0, align[s:e]) for s, e in bounds if e > s]
+        out: list[AlignedPiece] = []
+        for part, start, spans in pieces:
+            chars = to_byte_chars(part)
+            if len(chars) == len(part):
+                out.append((chars, start, spans))
+                continue
+            expanded: Align = []  # every byte of a character shares that character's span
+            for char, span in zip(part, spans, strict=True):
+                expanded += [span] * len(char.encode("utf-8", "surrogatepass"))
+            out.append((chars, start, expanded))
+        return out
+
 
 class Metaspace(PreTokenizer):
     """Spaces -> ``replacement`` (▁), a prepended ▁ per scheme, split before each ▁."""
@@ -264,6 +317,19 @@ class Metaspace(PreTokenizer):
         spans = char_spans(rep.__eq__, text)
         return cut((text, at_start), apply_behavior(spans, "MergedWithNext"))
 
+    def split_aligned(self, piece: AlignedPiece) -> list[AlignedPiece]:
+        text, at_start, align = piece
+        rep = self.replacement
+        text = text.replace(" ", rep)  # one for one: each ▁ keeps its space's span
+        if text and not text.startswith(rep) and (
+            self.prepend_scheme == "always" or (self.prepend_scheme == "first" and at_start)
+        ):
+            text, align = rep + text, [align[0], *align]
+        if not self.do_split:
+            return [(text, at_start, align)] if text else []
+        bounds = apply_behavior(char_spans(rep.__eq__, text), "MergedWithNext")
+        return [(text[s:e], at_start and s == 0, align[s:e]) for s, e in bounds if e > s]
+
 
 class Sequence(PreTokenizer):
     """Apply pre-tokenizers in order, each to every piece the previous one made."""
@@ -274,6 +340,11 @@ class Sequence(PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         for pre_tokenizer in self.pre_tokenizers:
             pieces = pre_tokenizer.pre_tokenize(pieces)
+        return pieces
+
+    def pre_tokenize_aligned(self, pieces: list[AlignedPiece]) -> list[AlignedPiece]:
+        for pre_tokenizer in self.pre_tokenizers:
+            pieces = pre_tokenizer.pre_tokenize_aligned(pieces)
         return pieces
 
 

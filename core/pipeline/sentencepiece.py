@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from itertools import pairwise
 
 import regex
 
+from tokend.core.pipeline.alignment import Align
 from tokend.core.pipeline.charsmap import CharsMap
 from tokend.core.pipeline.decoders import Decoder, byte_of
-from tokend.core.pipeline.models import UNK_PENALTY, Model, byte_token
+from tokend.core.pipeline.models import UNK_PENALTY, Model, Token, byte_token, spans_of
 from tokend.core.pipeline.normalizers import Normalizer
 from tokend.core.pipeline.pre_tokenizers import Piece, PreTokenizer
 
@@ -87,6 +89,67 @@ class SentencePieceNormalizer(Normalizer):
         return normalized.replace(" ", SPACE) if self.escape_whitespaces else normalized
 
 
+    def normalize_aligned(self, text: str, align: Align, base: int) -> tuple[str, Align]:
+        """SentencePiece's ``Normalizer::Normalize`` with its ``norm_to_orig`` map: each
+        normalized character is aligned to ``(n2o[k], n2o[k + 1])``, so a piece's span is
+        ``(n2o[begin], n2o[end])`` as the library reports it. ``text`` is original text."""
+        chunks = self._chunks(text)
+        consumed = 0
+        i = 0
+        if self.remove_extra_whitespaces:
+            while i < len(chunks) and chunks[i][1] == " ":
+                consumed += chunks[i][0]
+                i += 1
+        if i == len(chunks):
+            return "", []
+        space = SPACE if self.escape_whitespaces else " "
+        chars: list[str] = []
+        n2o: list[int] = []
+        if self.add_dummy_prefix:
+            chars.append(space)
+            n2o.append(consumed)
+        is_prev_space = self.remove_extra_whitespaces
+        for size, chunk in chunks[i:]:
+            norm = chunk.lstrip(" ") if is_prev_space else chunk
+            if norm:
+                chars += norm.replace(" ", space) if self.escape_whitespaces else norm
+                n2o += [consumed] * len(norm)
+                is_prev_space = norm.endswith(" ")
+            consumed += size
+            if not self.remove_extra_whitespaces:
+                is_prev_space = False
+        if self.remove_extra_whitespaces:
+            while chars and chars[-1] == space:
+                chars.pop()
+                consumed = n2o.pop()
+        n2o.append(consumed)
+        return "".join(chars), [(base + n2o[k], base + n2o[k + 1]) for k in range(len(chars))]
+
+    def _chunks(self, text: str) -> list[tuple[int, str]]:
+        """(original length, normalized text) per step of SentencePiece's NormalizePrefix: a
+        user-defined symbol, a charsmap key, or one unchanged character."""
+        out: list[tuple[int, str]] = []
+
+        def mapped(part: str) -> None:
+            if self.charsmap is None:
+                out.extend((1, c) for c in part)
+                return
+            for original, norm, key in self.charsmap.chunks_longest(part):
+                if key:
+                    out.append((len(original), norm))
+                else:
+                    out.extend((1, c) for c in original)
+
+        start = 0
+        if self.user_defined.pattern is not None:
+            for match in self.user_defined.pattern.finditer(text):
+                mapped(text[start:match.start()])
+                out.append((match.end() - match.start(), match.group()))
+                start = match.end()
+        mapped(text[start:])
+        return out
+
+
 _WORD_START = regex.compile(f"(?<=[^{SPACE}])(?={SPACE})")
 
 
@@ -104,6 +167,10 @@ class WordsBeforeSpace(PreTokenizer):
         text, at_start = piece
         words = _WORD_START.split(text)
         return [(w, at_start and i == 0) for i, w in enumerate(words) if w]
+
+    def bounds(self, text: str) -> list[tuple[int, int]]:
+        cuts = [0, *(m.start() for m in _WORD_START.finditer(text)), len(text)]
+        return list(pairwise(cuts))
 
 
 class _SentencePieceModel(Model):
@@ -141,11 +208,33 @@ class _SentencePieceModel(Model):
             prev_unk = False
         return ids
 
+    def _tokens(self, pieces: list[str]) -> list[Token]:
+        """``_ids`` with spans as SentencePiece reports them: a fused unknown run spans the
+        run; of an unknown's byte pieces only the last spans it, the others are empty."""
+        out: list[Token] = []
+        prev_unk = False
+        for piece, (start, end) in zip(pieces, spans_of(pieces), strict=True):
+            token_id = self.vocab.get(piece) if piece in self.scores else None
+            if token_id is None:
+                if self.byte_fallback:
+                    raw = piece.encode("utf-8")
+                    out += [(self.vocab[byte_token(b)], start, start) for b in raw[:-1]]
+                    out.append((self.vocab[byte_token(raw[-1])], start, end))
+                elif prev_unk:
+                    out[-1] = (out[-1][0], out[-1][1], end)
+                else:
+                    out.append((self.unk_id, start, end))
+                prev_unk = not self.byte_fallback
+                continue
+            out.append((token_id, start, end))
+            prev_unk = False
+        return out
+
 
 class SentencePieceBPE(_SentencePieceModel):
     """SentencePiece BPE: repeatedly merge the adjacent pair whose union scores highest."""
 
-    def tokenize(self, word: str) -> list[int]:
+    def _symbols(self, word: str) -> list[str]:
         symbols: list[str] = []
         frozen: list[bool] = []
         i = 0
@@ -167,7 +256,13 @@ class SentencePieceBPE(_SentencePieceModel):
                 break
             symbols[best_at : best_at + 2] = [symbols[best_at] + symbols[best_at + 1]]
             frozen[best_at : best_at + 2] = [False]
-        return self._ids(symbols)
+        return symbols
+
+    def tokenize(self, word: str) -> list[int]:
+        return self._ids(self._symbols(word))
+
+    def tokenize_spans(self, word: str) -> list[Token]:
+        return self._tokens(self._symbols(word))
 
 
 class SentencePieceUnigram(_SentencePieceModel):
@@ -186,6 +281,12 @@ class SentencePieceUnigram(_SentencePieceModel):
             self._lengths[first] = sorted(set(lengths))  # each length once, shortest first
 
     def tokenize(self, word: str) -> list[int]:
+        return self._ids(self._pieces(word))
+
+    def tokenize_spans(self, word: str) -> list[Token]:
+        return self._tokens(self._pieces(word))
+
+    def _pieces(self, word: str) -> list[str]:
         n = len(word)
         unk_score = f32(self.min_score - UNK_PENALTY)
         best = [0.0] * (n + 1)
@@ -222,7 +323,7 @@ class SentencePieceUnigram(_SentencePieceModel):
             pieces.append(word[start_of[end] : end])
             end = start_of[end]
         pieces.reverse()
-        return self._ids(pieces)
+        return pieces
 
 
 class SentencePieceDecoder(Decoder):

@@ -16,6 +16,7 @@ from typing import Literal
 from tokend.core.cache import CacheInfo
 from tokend.core.errors import DisallowedSpecialToken, UnknownTokenId
 from tokend.core.formats import unicode_to_bytes
+from tokend.core.pipeline import alignment as al
 from tokend.core.pipeline import decoders as dec
 from tokend.core.pipeline import pre_tokenizers as pre
 from tokend.core.pipeline.added_tokens import AddedToken, AddedVocabulary
@@ -127,6 +128,35 @@ class PipelineTokenizer:
         yield from self.encode("".join(chunks), allowed_special=allowed_special,
                                disallowed_special=disallowed_special)
 
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The ids and each token's ``(start, end)`` *character* offsets into ``text``, as HF
+        ``Encoding.offsets`` gives them (through normalizers, pre-tokenizers, added tokens,
+        and the post-processor's trimming; framing special tokens span ``(0, 0)``).
+
+        Slower than :meth:`encode` (alignments are tracked, no word cache): only for requests
+        that ask for offsets.
+        """
+        skip = self._skipped(text, allowed_special, disallowed_special)
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for start, end, token in self.added.raw.segments(text, skip):
+            if token is not None:
+                ids.append(token)
+                offsets.append((start, end))
+            elif end > start:
+                self._segment_offsets(text[start:end], start, skip, ids, offsets)
+        if self.post_processor is not None:
+            ids, offsets, _strings = self.post_processor.process_offsets(
+                ids, offsets, self.decode_tokens(ids), add_special_tokens)
+        return ids, offsets
+
     def post_process(self, ids: list[int]) -> list[int]:
         """The ids with the model's framing special tokens (``add_special_tokens``)."""
         return ids if self.post_processor is None else self.post_processor.process(ids)
@@ -210,6 +240,32 @@ class PipelineTokenizer:
                 found = get(word)
                 ids += self._miss(word) if found is None else found
             self._hits += len(pieces) - (self._misses - misses)
+
+    def _segment_offsets(self, text: str, base: int, skip: frozenset[int], ids: list[int],
+                         offsets: list[tuple[int, int]]) -> None:
+        """``_encode_segment`` with alignments: ``text`` starts at ``base`` in the original."""
+        at_start = base == 0
+        align = al.identity(text, base)
+        if self.normalizer is not None:
+            if at_start and text:  # the same rule as _encode_segment, so the ids agree
+                at_start = self.normalizer.normalize(text[0]) != ""
+            text, align = self.normalizer.normalize_aligned(text, align, base)
+        expand, tokenize = al.expand, self.model.tokenize_spans
+        for start, end, token in self.added.normalized.segments(text, skip):
+            if token is not None:
+                ids.append(token)
+                offsets.append(expand(align, start, end, base))
+                continue
+            if end <= start:
+                continue
+            pieces: list[pre.AlignedPiece] = [
+                (text[start:end], at_start and start == 0, align[start:end])]
+            if self.pre_tokenizer is not None:
+                pieces = self.pre_tokenizer.pre_tokenize_aligned(pieces)
+            for word, _at_start, spans in pieces:
+                for token_id, a, b in tokenize(word):
+                    ids.append(token_id)
+                    offsets.append(expand(spans, a, b, base))
 
     def _miss(self, word: str) -> list[int]:
         """Tokenize a word the cache lacks and keep it (the cache is cleared when full)."""

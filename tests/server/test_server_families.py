@@ -44,6 +44,16 @@ def tekken_reference(file: str) -> tuple[Callable[[str], list[int]],
     return lambda t: ref.encode(t, bos=False, eos=False), ref.decode, ref
 
 
+def reference_byte_spans(family: tuple[str, str, Any], text: str) -> list[tuple[int, int]]:
+    """The reference's per-token offsets into ``text`` as UTF-8 byte spans."""
+    file, fmt, reference = family
+    ref = reference(file)[2]
+    if fmt == "sentencepiece":
+        return [(p.begin, p.end) for p in ref.encode(text, return_type="proto").pieces]
+    starts = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)]
+    return [(starts[s], starts[e]) for s, e in ref.encode(text, add_special_tokens=False).offsets]
+
+
 # registry name -> (file, format, reference)
 FAMILIES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "mistral-7b": ("mistral-v1.model", "sentencepiece", sp_reference),
@@ -85,9 +95,12 @@ class TestFamiliesServed:
         result = got.results[0]
         assert list(result.ids) == want
         assert [d.id for d in result.details] == want
-        ends = [d.end for d in result.details]
-        assert [d.start for d in result.details] == [0, *ends[:-1]]
-        assert all(d.end - d.start == len(d.piece) for d in result.details)
+        spans = [(d.start, d.end) for d in result.details]
+        if FAMILIES[name][1] == "tekken":  # tiktoken-style: each piece where the last ended
+            assert [s for s, _ in spans] == [0, *[e for _, e in spans[:-1]]]
+            assert all(d.end - d.start == len(d.piece) for d in result.details)
+        else:  # normalized text: the reference's offsets into the request, as UTF-8 bytes
+            assert spans == reference_byte_spans(FAMILIES[name], TEXT)
         decoded = stub.Decode(pb.DecodeRequest(tokenizer=ref, ids=want), timeout=60)
         assert decoded.text == decode(want)
         counted = stub.CountTokens(pb.CountTokensRequest(tokenizer=ref, texts=[TEXT, "x y"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -34,9 +35,33 @@ random_text = st.text(
     max_size=40,
 )
 
+# Text where offsets are hard: NFKC expansions (ﬁ, ①, ㍿), combining marks to compose or
+# reorder, decomposable letters, Σ, dotted İ (lowercases to two characters), CJK that BERT pads,
+# controls it drops, odd spaces and emoji that byte fallback splits into bytes.
+TRICKY = ["ﬁ", "ﬃ", "①", "㍿", "½", "ｆ", "ℌ", "e\u0301", "\u0301", "\u0323\u0307", "ṩ", "é",
+          "Å", "Σ", "İ", "中", "日本", "\x00", "\x0c", "\u200b", "\u00a0", "\u3000", "  ",
+          "\t", "\n", "🎉", "👍🏽", "ö", "\u1100\u1161\u11a8", "각", "\u0f73", "ﾊﾟ"]
+tricky_text = st.lists(
+    st.one_of(st.sampled_from(TRICKY), st.text(alphabet=st.characters(
+        blacklist_categories=("Cs", "Cn")), max_size=3), st.sampled_from(["a", "b ", "x1"])),
+    max_size=14,
+).map("".join)
+
 
 def real_file(name: str) -> Path:
     """The path of a fetched real tokenizer file; fails (never skips) when it is missing."""
     path = REAL_FILES / name
     assert path.exists(), f"{path} is missing: {FETCH_HINT}"
     return path
+
+
+def sentencepiece_offsets(ref: Any, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """sentencepiece's piece ids and begin/end (UTF-8 byte offsets) as character offsets."""
+    pieces = ref.encode(text, return_type="proto").pieces
+    char_at = {}
+    position = 0
+    for i, char in enumerate(text):
+        char_at[position] = i
+        position += len(char.encode("utf-8"))
+    char_at[position] = len(text)
+    return [p.id for p in pieces], [(char_at[p.begin], char_at[p.end]) for p in pieces]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from family_texts import SAMPLES, random_text, real_file
+from family_texts import SAMPLES, random_text, real_file, sentencepiece_offsets
 from hypothesis import HealthCheck, given, settings
 
 from tokend.core.formats.sentencepiece import load_sentencepiece
@@ -22,6 +22,8 @@ from tokend.core.formats.tekken import load_tekken
 from tokend.core.formats.tokenizer_json import load_tokenizer_json
 
 Pair = tuple[Any, Callable[[str], list[int]], Callable[[list[int]], str]]
+Offsets = Callable[[str], tuple[list[int], list[tuple[int, int]]]]
+OFFSETS: dict[str, Offsets] = {}  # name -> the reference's ids and character offsets
 
 
 @functools.cache
@@ -32,6 +34,12 @@ def hf_pair(name: str) -> Pair:
     ref = Tokenizer.from_str(data.decode("utf-8"))
     ref.no_truncation()
     ref.no_padding()
+
+    def offsets(text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        encoding = ref.encode(text, add_special_tokens=False)
+        return encoding.ids, encoding.offsets
+
+    OFFSETS[name] = offsets
     return (
         load_tokenizer_json(data, name=name),
         lambda t: ref.encode(t, add_special_tokens=False).ids,
@@ -45,6 +53,7 @@ def sp_pair(name: str) -> Pair:
 
     data = real_file(name).read_bytes()
     ref = sentencepiece.SentencePieceProcessor(model_proto=data)
+    OFFSETS[name] = lambda text: sentencepiece_offsets(ref, text)
     return load_sentencepiece(data, name=name), ref.encode, ref.decode
 
 
@@ -78,6 +87,9 @@ def check(pair: Pair, text: str) -> None:
     assert ids == ref_encode(text), text
     assert ours.count(text, disallowed_special=()) == len(ids)
     assert ours.decode(ids) == ref_decode(ids), text
+    if hasattr(ours, "encode_with_offsets"):  # the pipeline families: offsets into the text
+        reference = OFFSETS[ours.name]
+        assert ours.encode_with_offsets(text, disallowed_special=()) == reference(text), text
 
 
 @pytest.mark.parametrize("family", sorted(FILES))

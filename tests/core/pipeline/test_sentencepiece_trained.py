@@ -9,8 +9,9 @@ import io
 from pathlib import Path
 
 import pytest
-from family_texts import SAMPLES, random_text
+from family_texts import SAMPLES, random_text, sentencepiece_offsets, tricky_text
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tokend.core.formats.sentencepiece import load_sentencepiece
 from tokend.core.formats.tokenizer_json import load_tokenizer_json
@@ -60,6 +61,9 @@ def check(config: str, text: str) -> None:
     ids = ours.encode_ordinary(text)
     assert ids == ref.encode(text), (config, text)
     assert ours.decode(ids) == ref.decode(ids), (config, text)
+    # offsets: sentencepiece's piece begin/end in the original text, as characters
+    assert ours.encode_with_offsets(text, disallowed_special=()) == sentencepiece_offsets(
+        ref, text), (config, text)
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
@@ -70,7 +74,7 @@ class TestTrainedSentencePiece:
             check(config, text)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(text=random_text)
+    @given(text=st.one_of(random_text, tricky_text))
     def test_random_unicode_matches_sentencepiece(self, config: str, text: str) -> None:
         """Random Unicode text: same ids, same decode."""
         check(config, text)

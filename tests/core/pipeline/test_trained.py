@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pytest
-from family_texts import SAMPLES, random_text
+from family_texts import SAMPLES, random_text, tricky_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -167,8 +167,12 @@ def wired(model: str, normalizer: str, pre: str) -> tuple[PipelineTokenizer, Tok
 
 def agree(ours: PipelineTokenizer, ref: Tokenizer, text: str, label: str = "") -> None:
     ids = ours.encode(text, allowed_special="all")  # HF matches every added token
-    assert ids == ref.encode(text, add_special_tokens=False).ids, f"{label} {text!r}"
+    hf = ref.encode(text, add_special_tokens=False)
+    assert ids == hf.ids, f"{label} {text!r}"
     assert ours.decode(ids) == ref.decode(ids, skip_special_tokens=False), f"{label} {text!r}"
+    # offsets: into the original text, in characters, as HF's Encoding.offsets
+    assert ours.encode_with_offsets(text, allowed_special="all") == (ids, hf.offsets), \
+        f"{label} {text!r}"
 
 
 @pytest.mark.parametrize("normalizer", sorted(NORMALIZERS))
@@ -193,6 +197,29 @@ def test_random_pipelines_and_text_match_hf(model: str, normalizer: str, pre: st
     """A random normalizer x pre-tokenizer on random Unicode text gives HF's ids."""
     ours, ref = wired(model, normalizer, pre)
     agree(ours, ref, text, f"{normalizer} x {pre}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    normalizer=st.sampled_from(sorted(NORMALIZERS)),
+    pre=st.sampled_from(sorted(PRE_TOKENIZERS)),
+    text=tricky_text,
+)
+def test_offsets_on_tricky_unicode_match_hf(model: str, normalizer: str, pre: str,
+                                            text: str) -> None:
+    """NFKC expansions, combining marks, Strip/Replace/Prepend, byte fallback: HF's offsets.
+
+    Where HF's Rust Unicode tables (an older version than Python's) give other ids, only the
+    agreement of our two paths is checked; the ids themselves are the other tests' business.
+    """
+    ours, ref = wired(model, normalizer, pre)
+    ids = ours.encode(text, allowed_special="all")
+    got = ours.encode_with_offsets(text, allowed_special="all")
+    assert got[0] == ids
+    hf = ref.encode(text, add_special_tokens=False)
+    if hf.ids == ids:
+        assert got[1] == hf.offsets, f"{normalizer} x {pre} {text!r}"
 
 
 class TestAddedTokens:
@@ -221,8 +248,10 @@ class TestAddedTokens:
         for text in ["Hello world <SEP> hello  <SEP>x HELLO", "abab cab ab, (ab) Hello<SEP>",
                      "  <SEP>  ", "xHellox Hello", *SAMPLES.values()]:
             ids = ours.encode(text, allowed_special="all")
-            assert ids == ref.encode(text, add_special_tokens=False).ids, text
+            hf = ref.encode(text, add_special_tokens=False)
+            assert ids == hf.ids, text
             assert ours.decode(ids) == ref.decode(ids, skip_special_tokens=False)
+            assert ours.encode_with_offsets(text, allowed_special="all") == (ids, hf.offsets)
 
     def test_disallowed_special_text_is_refused_and_unallowed_reads_as_text(self) -> None:
         """tiktoken's policy on special added tokens; non-special ones always match."""
@@ -256,6 +285,33 @@ class TestPostProcessors:
         for text in SAMPLES.values():
             plain = ours.encode_ordinary(text)
             assert ours.post_process(plain) == ref.encode(text).ids
+
+    @pytest.mark.parametrize(
+        "kind", ["template", "roberta", "bytelevel", "bytelevel-prefix", "bytelevel-untrimmed",
+                 "sequence"])
+    def test_offsets_are_trimmed_and_framed_as_hf(self, kind: str) -> None:
+        """ByteLevel / Roberta trim spaces off spans (with or without add_special_tokens);
+        framing special tokens span (0, 0)."""
+        from tokenizers import processors
+
+        ref = Tokenizer.from_str(trained("ByteLevel-BPE"))
+        ids = {t: ref.token_to_id(t) for t in ("<s>", "</s>")}
+        template = processors.TemplateProcessing(single="<s> $A </s>",
+                                                 special_tokens=list(ids.items()))
+        ref.post_processor = {
+            "template": template,
+            "roberta": processors.RobertaProcessing(("</s>", ids["</s>"]), ("<s>", ids["<s>"])),
+            "bytelevel": processors.ByteLevel(add_prefix_space=False),
+            "bytelevel-prefix": processors.ByteLevel(),
+            "bytelevel-untrimmed": processors.ByteLevel(trim_offsets=False),
+            "sequence": processors.Sequence([processors.ByteLevel(), template]),
+        }[kind]
+        ours = load_tokenizer_json(ref.to_str().encode(), name="post")
+        for text in [*SAMPLES.values(), " a  b ", "x \n\n  y"]:
+            for add in (False, True):
+                hf = ref.encode(text, add_special_tokens=add)
+                assert ours.encode_with_offsets(text, disallowed_special=(),
+                                                add_special_tokens=add) == (hf.ids, hf.offsets)
 
 
 class TestRefusals:
