@@ -5,6 +5,7 @@
 //   echo '{"tokenizer": "o200k_base", "texts": ["hello world"]}' | node cli.js --target 127.0.0.1:50051
 //
 // Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}],
+//                        add_special_tokens?: bool (Encode and CountTokens of the texts),
 //                        count?: {model?, tools?, tool_choice?, max_tokens?},
 //                        truncate?: {text, max_tokens, keep?, marker?},
 //                        chunk?: {text, max_tokens, overlap?} }.
@@ -50,8 +51,10 @@ async function main() {
   const input = JSON.parse(await readStdin());
   const client = new TokendClient(args.target, { token: args.token, timeoutMs: args.timeoutMs });
   try {
-    const encoded = await client.encode(input.tokenizer, input.texts);
-    const counted = await client.countTokens(input.tokenizer, input.texts, input.messages || []);
+    const framing = { addSpecialTokens: Boolean(input.add_special_tokens) };
+    const encoded = await client.encode(input.tokenizer, input.texts, framing);
+    const counted = await client.countTokens(input.tokenizer, input.texts, input.messages || [],
+      framing);
     const decoded = [];
     for (const result of encoded.results) {
       const reply = await client.decode(input.tokenizer, result.ids);

@@ -56,13 +56,18 @@ class TokendClient {
   }
 
   // Returns { tokenizer, results: [{ ids: [...] }, ...] }.
-  encode(tokenizer, texts) {
-    return this._call('Encode', { tokenizer, texts });
+  // options.addSpecialTokens: frame each text as the model's post-processor does
+  // ([CLS] ... [SEP], <s> ...); off by default, as counting for an API call wants.
+  encode(tokenizer, texts, options = {}) {
+    return this._call('Encode', {
+      tokenizer, texts, add_special_tokens: Boolean(options.addSpecialTokens),
+    });
   }
 
   // Returns { tokenizer, counts, messages_count, total, fits, remaining, exact,
   // estimate_reason, chat_rule, tools_count, images_count, model, context_window, ... }.
-  // options: { model, tools (OpenAI tool definitions), toolChoice, maxTokens, plainText }.
+  // options: { model, tools (OpenAI tool definitions), toolChoice, maxTokens, plainText,
+  //            addSpecialTokens (count each text with the model's framing tokens) }.
   // Messages are OpenAI-style: content may be a list of text / image_url parts (an image part
   // carries its width and height: images are never fetched); tool_calls are passed along.
   countTokens(tokenizer, texts, messages = [], options = {}) {
@@ -74,6 +79,7 @@ class TokendClient {
       tools_json: options.tools ? JSON.stringify(options.tools) : '',
       tool_choice: options.toolChoice || '',
       plain_text: Boolean(options.plainText),
+      add_special_tokens: Boolean(options.addSpecialTokens),
     };
     if (options.maxTokens !== undefined) {
       request.max_tokens = options.maxTokens;

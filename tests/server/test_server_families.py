@@ -130,6 +130,25 @@ def test_add_special_tokens_frames_like_the_post_processor(stub: Any,
     assert list(counted.counts) == [len(want)]
 
 
+def test_node_client_passes_add_special_tokens(tokend_server: Any) -> None:
+    """The Node client's encode / countTokens take addSpecialTokens (cli.js: add_special_tokens)."""
+    from node_client import run_node
+
+    ref = published(tokend_server.registry, "minilm")
+    _, _, hf = hf_reference("minilm-bert.json")
+    texts = [SAMPLES["german"], SAMPLES["english"]]
+    want = [hf.encode(t).ids for t in texts]
+    status, out, err = run_node(tokend_server.target, {"tokenizer": ref, "texts": texts,
+                                                       "add_special_tokens": True})
+    assert status == 0, err
+    assert out["ids"] == want
+    assert out["counts"] == [len(ids) for ids in want]
+    status, plain, err = run_node(tokend_server.target, {"tokenizer": ref, "texts": texts})
+    assert status == 0, err
+    assert plain["ids"] == [ids[1:-1] for ids in want]
+    assert plain["counts"] == [len(ids) - 2 for ids in want]
+
+
 def test_python_clients_pass_add_special_tokens(tokend_server: Any) -> None:
     """Client.encode / count_tokens and AsyncClient.encode take add_special_tokens."""
     import asyncio
