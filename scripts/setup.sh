@@ -24,7 +24,7 @@ source_hash() {
     .venv/bin/python -VV
     echo "require_compiled=${TOKEND_REQUIRE_COMPILED:-}"
     cat pyproject.toml setup.py
-    find core/engine -type f \( -name '*.pyx' -o -name '*.pxi' -o -name '*.h' -o -name '*.pyi' \) \
+    find core/engine core/training -type f \( -name '*.pyx' -o -name '*.pxi' -o -name '*.h' -o -name '*.pyi' \) \
       | LC_ALL=C sort | xargs cat
     find core server client proto tokend_pkg -type f \( -name '*.py' -o -name '*.pyi' \
       -o -name '*.pyx' -o -name '*.pxi' -o -name '*.json' -o -name '*.gz' -o -name '*.proto' \

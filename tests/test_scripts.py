@@ -30,8 +30,9 @@ def make_tree(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "setup.py"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
-    shutil.copytree(ROOT / "core" / "engine", tree / "core" / "engine",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    for folder in ("engine", "training"):  # the compiled extensions' sources
+        shutil.copytree(ROOT / "core" / folder, tree / "core" / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
     for folder in ("server", "client", "proto", "tokend_pkg"):
         (tree / folder).mkdir()
     (tree / ".venv" / "bin").mkdir(parents=True)
@@ -46,7 +47,8 @@ class TestSetupStamp:
         tree = make_tree(tmp_path)
         base = source_hash(tree)
         assert source_hash(tree) == base
-        engine_sources = sorted(p for p in (tree / "core" / "engine").iterdir()
+        engine_sources = sorted(p for folder in ("engine", "training")
+                                for p in (tree / "core" / folder).iterdir()
                                 if p.suffix in (".pyx", ".pxi", ".h", ".pyi"))
         assert engine_sources
         for path in [*engine_sources, tree / "pyproject.toml", tree / "setup.py"]:

@@ -1,0 +1,85 @@
+"""Which implementation of the Unigram trainer's lattices to use: compiled or pure Python.
+
+Both give the same results (``tests/core/training/test_unigram_kernel.py``); the compiled one is
+the default when the extension was built, unless ``TOKEND_ENGINE=python`` (the switch the
+encoding engine obeys too).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Literal, Protocol
+
+from tokend.core.training.unigram_lattice import PyLattices
+
+KernelName = Literal["compiled", "python"]
+
+_compiled: ModuleType | None
+try:
+    from tokend.core.training import _unigram_lattice as _compiled
+except ImportError:  # built without a compiler: the pure-Python twin serves
+    _compiled = None
+
+COMPILED_AVAILABLE: bool = _compiled is not None
+
+
+class Lattices(Protocol):
+    """What the trainer asks of the lattices (see ``PyLattices`` for each method)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def num_edges(self) -> int: ...
+
+    def drop_dead(self, scores: Sequence[float]) -> None: ...
+
+    def expectations(
+        self, scores: Sequence[float], min_score: float
+    ) -> tuple[list[float], float]: ...
+
+    def viterbi_counts(self, scores: Sequence[float], min_score: float) -> list[float]: ...
+
+    def second_best(
+        self,
+        scores: Sequence[float],
+        min_score: float,
+        pieces: Sequence[int],
+        words: Sequence[int],
+        starts: Sequence[int],
+    ) -> list[tuple[int, list[int]]]: ...
+
+
+def default_kernel() -> KernelName:
+    """``compiled`` when built, unless ``TOKEND_ENGINE=python``."""
+    if os.environ.get("TOKEND_ENGINE", "").strip().lower() == "python" or _compiled is None:
+        return "python"
+    return "compiled"
+
+
+def make_lattices(
+    kernel: KernelName | None,
+    *,
+    lengths: Sequence[int],
+    counts: Sequence[float],
+    offsets: Sequence[int],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    pieces: Sequence[int],
+) -> Lattices:
+    """Lattices over the given edges (``kernel`` None: the default)."""
+    chosen = default_kernel() if kernel is None else kernel
+    if chosen == "compiled":
+        if _compiled is None:
+            raise RuntimeError("the compiled kernel was not built; reinstall with a C compiler")
+        built: Lattices = _compiled.CompiledLattices(
+            lengths=lengths, counts=counts, offsets=offsets, starts=starts, ends=ends,
+            pieces=pieces,
+        )
+        return built
+    if chosen != "python":
+        raise ValueError(f"unknown kernel {chosen!r}; choose 'compiled' or 'python'")
+    return PyLattices(
+        lengths=lengths, counts=counts, offsets=offsets, starts=starts, ends=ends, pieces=pieces
+    )
