@@ -1,6 +1,6 @@
 """Type stub of the compiled Unigram lattices (``_unigram_lattice.pyx``)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 class CompiledLattices:
     name: str
@@ -28,3 +28,20 @@ class CompiledLattices:
         words: Sequence[int],
         starts: Sequence[int],
     ) -> list[tuple[int, list[int]]]: ...
+
+class CompiledSubstrings:
+    name: str
+    def __init__(
+        self,
+        *,
+        words: Sequence[str],
+        counts: Sequence[int],
+        chars: Mapping[str, tuple[bool, bool, int]],
+        max_length: int,
+        whole_word_seeds: bool,
+    ) -> None: ...
+    def candidates(self) -> list[tuple[int, str]]: ...
+    def lattice_edges(
+        self, pieces: Sequence[str]
+    ) -> tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int], Sequence[int],
+               Sequence[int]]: ...

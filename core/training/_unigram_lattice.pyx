@@ -8,7 +8,9 @@ Python twin's sort puts it, so both visit edges in the same order and give the s
 
 from cpython.array cimport array, clone
 from libc.math cimport INFINITY, exp, log1p
-from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from tokend.core.training.unigram_lattice import ALTERNATIVE, KEEP, REMOVABLE
 
@@ -240,3 +242,337 @@ cdef class CompiledLattices:
             else:
                 out.append((ALTERNATIVE, alt))
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Substring counting for the seed vocabulary (twin: unigram_seed.PySubstrings)
+
+cdef extern from "Python.h":
+    object PyUnicode_FromKindAndData(int kind, const void *buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
+
+
+DEF NO_FOLLOWER = -1
+DEF BRANCHING = -2
+DEF ANY_SCRIPT = -1
+DEF INHERITED_SCRIPT = -2
+
+cdef struct Entry:
+    uint64_t h
+    int32_t word  # -1: empty slot
+    int32_t start
+    int32_t length
+    int32_t follower  # NO_FOLLOWER, BRANCHING or the one character id seen after it so far
+    int32_t piece  # the seed id, -1 when the substring is no seed
+    int64_t freq
+
+
+cdef inline uint64_t _step(uint64_t h, int32_t char_id) noexcept nogil:
+    return (h ^ <uint64_t>(char_id + 1)) * <uint64_t>0x100000001B3
+
+
+cdef inline uint64_t _slot(uint64_t h) noexcept nogil:
+    h ^= h >> 33
+    h *= <uint64_t>0xff51afd7ed558ccd
+    h ^= h >> 33
+    return h
+
+
+cdef class CompiledSubstrings:
+    """Every valid substring of every word (up to max_length characters) in one C hash table:
+    its weighted count and whether it always had the same next character. See PySubstrings."""
+
+    cdef int32_t *text  # the words' characters as ids, back to back
+    cdef int64_t *word_start
+    cdef int64_t *counts
+    cdef int32_t *lengths
+    cdef Py_ssize_t num_words
+    cdef uint8_t *known
+    cdef uint8_t *is_ws
+    cdef int32_t *script
+    cdef uint32_t *codepoint
+    cdef int32_t *cp_to_id
+    cdef Py_ssize_t num_chars
+    cdef int max_length
+    cdef Entry *table
+    cdef uint64_t mask
+    cdef Py_ssize_t size
+    cdef readonly str name
+
+    def __cinit__(self):
+        self.text = NULL
+        self.word_start = NULL
+        self.counts = NULL
+        self.lengths = NULL
+        self.known = NULL
+        self.is_ws = NULL
+        self.script = NULL
+        self.codepoint = NULL
+        self.cp_to_id = NULL
+        self.table = NULL
+
+    def __dealloc__(self):
+        free(self.text)
+        free(self.word_start)
+        free(self.counts)
+        free(self.lengths)
+        free(self.known)
+        free(self.is_ws)
+        free(self.script)
+        free(self.codepoint)
+        free(self.cp_to_id)
+        free(self.table)
+
+    def __init__(self, *, words, counts, chars, max_length, whole_word_seeds):
+        """``chars``: character -> (known, is ▁, script class); every character of the words."""
+        self.name = "compiled"
+        self.max_length = max_length
+        self.num_chars = len(chars)
+        self.known = <uint8_t *>calloc(self.num_chars + 1, 1)
+        self.is_ws = <uint8_t *>calloc(self.num_chars + 1, 1)
+        self.script = <int32_t *>calloc(self.num_chars + 1, sizeof(int32_t))
+        self.codepoint = <uint32_t *>calloc(self.num_chars + 1, sizeof(uint32_t))
+        self.cp_to_id = <int32_t *>malloc(0x110000 * sizeof(int32_t))
+        if (self.known == NULL or self.is_ws == NULL or self.script == NULL
+                or self.codepoint == NULL or self.cp_to_id == NULL):
+            raise MemoryError()
+        cdef Py_ssize_t i
+        for i in range(0x110000):
+            self.cp_to_id[i] = -1
+        cdef int32_t char_id = 0
+        for char, (known, ws, cls) in chars.items():
+            self.cp_to_id[ord(char)] = char_id
+            self.codepoint[char_id] = ord(char)
+            self.known[char_id] = 1 if known else 0
+            self.is_ws[char_id] = 1 if ws else 0
+            self.script[char_id] = cls
+            char_id += 1
+        self.num_words = len(words)
+        self.word_start = <int64_t *>malloc((self.num_words + 1) * sizeof(int64_t))
+        self.counts = <int64_t *>malloc((self.num_words + 1) * sizeof(int64_t))
+        self.lengths = <int32_t *>malloc((self.num_words + 1) * sizeof(int32_t))
+        if self.word_start == NULL or self.counts == NULL or self.lengths == NULL:
+            raise MemoryError()
+        cdef int64_t total = 0
+        cdef Py_ssize_t w = 0
+        for word in words:
+            self.word_start[w] = total
+            self.lengths[w] = len(word)
+            total += len(word)
+            w += 1
+        self.word_start[self.num_words] = total
+        self.text = <int32_t *>malloc((total + 1) * sizeof(int32_t))
+        if self.text == NULL:
+            raise MemoryError()
+        cdef int64_t pos = 0
+        cdef Py_UCS4 c
+        cdef str s
+        for s in words:
+            for c in s:
+                self.text[pos] = self.cp_to_id[c]
+                pos += 1
+        w = 0
+        for count in counts:
+            self.counts[w] = count
+            w += 1
+        self.mask = (1 << 16) - 1
+        self.size = 0
+        self.table = <Entry *>calloc(self.mask + 1, sizeof(Entry))
+        if self.table == NULL:
+            raise MemoryError()
+        self._clear(self.table, self.mask + 1)
+        self._count(1 if whole_word_seeds else 0)
+
+    cdef void _clear(self, Entry *table, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(n):
+            table[i].word = -1
+
+    cdef int _grow(self) except -1:
+        cdef uint64_t new_mask = (self.mask << 1) | 1
+        cdef Entry *new_table = <Entry *>calloc(new_mask + 1, sizeof(Entry))
+        if new_table == NULL:
+            raise MemoryError()
+        self._clear(new_table, new_mask + 1)
+        cdef uint64_t i, j
+        for i in range(self.mask + 1):
+            if self.table[i].word >= 0:
+                j = _slot(self.table[i].h) & new_mask
+                while new_table[j].word >= 0:
+                    j = (j + 1) & new_mask
+                new_table[j] = self.table[i]
+        free(self.table)
+        self.table = new_table
+        self.mask = new_mask
+        return 0
+
+    cdef inline Entry *_find(self, uint64_t h, const int32_t *chars, int32_t length) noexcept nogil:
+        """The entry of this substring, or the empty slot where it would go."""
+        cdef uint64_t j = _slot(h) & self.mask
+        cdef Entry *e
+        while True:
+            e = &self.table[j]
+            if e.word < 0:
+                return e
+            if (e.h == h and e.length == length and memcmp(
+                    &self.text[self.word_start[e.word] + e.start], chars,
+                    length * sizeof(int32_t)) == 0):
+                return e
+            j = (j + 1) & self.mask
+
+    cdef inline int32_t _valid_end(self, const int32_t *chars, int32_t start,
+                                   int32_t max_end) noexcept nogil:
+        """As unigram_seed.valid_end."""
+        cdef int32_t previous = ANY_SCRIPT, cls, end, c
+        for end in range(start, max_end):
+            c = chars[end]
+            if not self.known[c]:
+                return end
+            if self.is_ws[c]:
+                if end > start:
+                    return end
+                continue
+            cls = self.script[c]
+            if cls == INHERITED_SCRIPT:
+                cls = previous
+            if cls != ANY_SCRIPT and previous != ANY_SCRIPT and previous != cls:
+                return end
+            previous = cls
+        return max_end
+
+    cdef int _count(self, bint whole_word_seeds) except -1:
+        cdef Py_ssize_t w
+        cdef int32_t n, start, end, limit, nxt
+        cdef int64_t count
+        cdef const int32_t *chars
+        cdef uint64_t h
+        cdef Entry *e
+        cdef int32_t ws_id = -1
+        cdef Py_ssize_t i
+        for i in range(self.num_chars):
+            if self.is_ws[i]:
+                ws_id = <int32_t>i
+        for w in range(self.num_words):
+            n = self.lengths[w]
+            count = self.counts[w]
+            chars = &self.text[self.word_start[w]]
+            for start in range(n):
+                limit = self._valid_end(chars, start, min(n, start + self.max_length))
+                h = 0
+                for end in range(start + 1, limit + 1):
+                    h = _step(h, chars[end - 1])
+                    if 2 * (self.size + 1) > <Py_ssize_t>(self.mask + 1):
+                        self._grow()
+                    e = self._find(h, chars + start, end - start)
+                    if e.word < 0:
+                        e.h = h
+                        e.word = <int32_t>w
+                        e.start = start
+                        e.length = end - start
+                        e.follower = NO_FOLLOWER
+                        e.piece = -1
+                        e.freq = 0
+                        self.size += 1
+                    e.freq += count
+                    if end < n:
+                        nxt = chars[end]
+                    elif whole_word_seeds:
+                        nxt = BRANCHING
+                    else:
+                        nxt = ws_id
+                    if e.follower == NO_FOLLOWER:
+                        e.follower = nxt
+                    elif e.follower != nxt:
+                        e.follower = BRANCHING
+        return 0
+
+    cdef str _string(self, Entry *e, uint32_t *buffer):
+        cdef int32_t k
+        cdef const int32_t *chars = &self.text[self.word_start[e.word] + e.start]
+        for k in range(e.length):
+            buffer[k] = self.codepoint[chars[k]]
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buffer, e.length)
+
+    def candidates(self):
+        """(count x length, substring) of each seed candidate, in no particular order."""
+        cdef uint32_t buffer[256]
+        cdef uint64_t i
+        cdef Entry *e
+        out = []
+        if self.max_length > 256:
+            raise ValueError("max_piece_length above 256 is not supported by the compiled kernel")
+        for i in range(self.mask + 1):
+            e = &self.table[i]
+            if e.word >= 0 and e.length >= 2 and e.freq >= 2 and e.follower == BRANCHING:
+                out.append((e.freq * e.length, self._string(e, buffer)))
+        return out
+
+    def lattice_edges(self, pieces):
+        """(offsets, starts, ends, piece ids, first word, first start) of the pieces' edges."""
+        cdef int32_t ids[256]
+        cdef Py_ssize_t p, k, num_pieces = len(pieces)
+        cdef uint64_t h
+        cdef Entry *e
+        cdef Py_UCS4 c
+        cdef str piece
+        for p in range(num_pieces):
+            piece = pieces[p]
+            if len(piece) > 256:
+                raise ValueError(f"piece {piece!r:.40} is too long")
+            h = 0
+            k = 0
+            for c in piece:
+                ids[k] = self.cp_to_id[c] if c < 0x110000 else -1
+                h = _step(h, ids[k])
+                k += 1
+            e = self._find(h, ids, <int32_t>k)
+            if e.word < 0:
+                raise ValueError(f"piece {piece!r:.40} is not a substring of any word")
+            e.piece = <int32_t>p
+        cdef Py_ssize_t w, total = 0, out = 0
+        cdef int32_t n, start, end, limit
+        cdef const int32_t *chars
+        cdef int pass_
+        cdef array offsets = clone(array("q"), self.num_words + 1, zero=True)
+        cdef array starts = array("i")
+        cdef array ends = array("i")
+        cdef array piece_ids = array("i")
+        cdef array first_word = array("i", [-1]) * num_pieces
+        cdef array first_start = array("i", [0]) * num_pieces
+        cdef int32_t[::1] fw = first_word
+        cdef int32_t[::1] fs = first_start
+        cdef int64_t[::1] off = offsets
+        cdef int32_t[::1] st
+        cdef int32_t[::1] en
+        cdef int32_t[::1] pi
+        # two passes: count the edges, then fill arrays of that size
+        for pass_ in range(2):
+            if pass_ == 1:
+                starts = clone(array("i"), total, zero=False)
+                ends = clone(array("i"), total, zero=False)
+                piece_ids = clone(array("i"), total, zero=False)
+                st = starts
+                en = ends
+                pi = piece_ids
+            out = 0
+            for w in range(self.num_words):
+                n = self.lengths[w]
+                chars = &self.text[self.word_start[w]]
+                for start in range(n):
+                    limit = self._valid_end(chars, start, min(n, start + self.max_length))
+                    h = 0
+                    for end in range(start + 1, limit + 1):
+                        h = _step(h, chars[end - 1])
+                        e = self._find(h, chars + start, end - start)
+                        if e.word >= 0 and e.piece >= 0:
+                            if pass_ == 1:
+                                st[out] = start
+                                en[out] = end
+                                pi[out] = e.piece
+                                if fw[e.piece] < 0:
+                                    fw[e.piece] = <int32_t>w
+                                    fs[e.piece] = start
+                            out += 1
+                off[w + 1] = out
+            total = out
+        return offsets, starts, ends, piece_ids, first_word, first_start

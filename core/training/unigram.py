@@ -26,11 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokend.core.errors import Cancelled, InvalidInput, shown
-from tokend.core.training.unigram_kernel import KernelName, Lattices, make_lattices
+from tokend.core.training.unigram_kernel import (
+    KernelName,
+    Lattices,
+    make_lattices,
+    make_substrings,
+)
 from tokend.core.training.unigram_lattice import ALTERNATIVE, NEG_INF, REMOVABLE
 from tokend.core.training.unigram_seed import (
     WHITESPACE,
     Seeds,
+    char_table,
     required_characters,
     seed_pieces,
 )
@@ -173,76 +179,32 @@ def _check_inputs(
             )
 
 
-def _build_lattices(
-    counts: Mapping[str, int], seeds: Seeds, max_piece_length: int, kernel: KernelName | None,
-    clock: _Clock,
-) -> tuple[Lattices, list[int], list[int]]:
-    """Each word's lattice over the seed pieces, and where each piece first occurs."""
-    ids = {piece: i for i, piece in enumerate(seeds.pieces)}
-    first_word = [-1] * len(seeds.pieces)
-    first_start = [0] * len(seeds.pieces)
-    lengths: list[int] = []
-    weights: list[float] = []
-    offsets = [0]
-    starts: list[int] = []
-    ends: list[int] = []
-    pieces: list[int] = []
-    total = len(counts)
-    for w, (word, count) in enumerate(counts.items()):
-        if w % 4096 == 0:
-            clock.tick("lattice", w, total)
-        n = len(word)
-        for start in range(n):
-            for end in range(start + 1, min(n, start + max_piece_length) + 1):
-                piece = ids.get(word[start:end])
-                if piece is not None:
-                    starts.append(start)
-                    ends.append(end)
-                    pieces.append(piece)
-                    if first_word[piece] < 0:
-                        first_word[piece], first_start[piece] = w, start
-        lengths.append(n)
-        weights.append(float(count))
-        offsets.append(len(starts))
-    return (
-        make_lattices(
-            kernel, lengths=lengths, counts=weights, offsets=offsets, starts=starts, ends=ends,
-            pieces=pieces,
-        ),
-        first_word,
-        first_start,
-    )
-
-
-def _m_step(scores: list[float], expected: list[float]) -> None:
-    """Bayesian M-step in place: drop pieces expected < 0.5 times, digamma-normalize the rest."""
-    total = 0.0
-    for i, value in enumerate(expected):
-        if scores[i] == NEG_INF:
-            continue
-        if value < EXPECTED_FREQUENCY_THRESHOLD:
+def _m_step(scores: list[float], expected: Sequence[float], alive: list[int]) -> list[int]:
+    """Bayesian M-step in place: drop pieces expected < 0.5 times, digamma-normalize the rest;
+    returns the pieces still alive."""
+    kept = [i for i in alive if expected[i] >= EXPECTED_FREQUENCY_THRESHOLD]
+    for i in alive:
+        if expected[i] < EXPECTED_FREQUENCY_THRESHOLD:
             scores[i] = NEG_INF
-        else:
-            total += value
-    log_total = digamma(total)
-    for i, value in enumerate(expected):
-        if scores[i] != NEG_INF:
-            scores[i] = digamma(value) - log_total
+    log_total = digamma(sum(expected[i] for i in kept))
+    for i in kept:
+        scores[i] = digamma(expected[i]) - log_total
+    return kept
 
 
 def _prune(
     lattices: Lattices,
     scores: list[float],
+    alive: list[int],
     *,
-    first_word: list[int],
-    first_start: list[int],
+    first_word: Sequence[int],
+    first_start: Sequence[int],
     desired: int,
     shrinking_factor: float,
     total_count: float,
-) -> None:
+) -> list[int]:
     """Keep the pieces whose removal loses the most likelihood (SentencePiece's
-    PruneSentencePieces), marking the others -inf in place."""
-    alive = [i for i, score in enumerate(scores) if score != NEG_INF]
+    PruneSentencePieces), marking the others -inf in place; returns the pieces kept."""
     min_score = min(scores[i] for i in alive)
     verdicts = lattices.second_best(
         scores, min_score, alive, [first_word[i] for i in alive], [first_start[i] for i in alive]
@@ -277,6 +239,7 @@ def _prune(
     for i in alive:
         if i not in keep:
             scores[i] = NEG_INF
+    return sorted(keep)
 
 
 def _finalize(
@@ -369,51 +332,59 @@ def train_unigram(
             "vocab_size or lower character_coverage"
         )
 
-    seeds = seed_pieces(
-        counts,
-        required,
-        max_piece_length=max_piece_length,
-        seed_size=seed_size,
+    substrings = make_substrings(
+        kernel,
+        words=list(counts),
+        counts=list(counts.values()),
+        chars=char_table(counts, required),
+        max_length=max_piece_length,
         whole_word_seeds=whole_word_seeds,
         tick=lambda done, total: clock.tick("seed", done, total),
     )
+    clock.tick("seed", len(counts), len(counts))
+    seeds = seed_pieces(substrings, required, seed_size)
     seconds["seed"] = time.perf_counter() - began
     mark = time.perf_counter()
-    lattices, first_word, first_start = _build_lattices(
-        counts, seeds, max_piece_length, kernel, clock
+    clock.tick("lattice", 0, 1)
+    offsets, starts, ends, pieces_of_edges, first_word, first_start = (
+        substrings.lattice_edges(seeds.pieces)
     )
+    del substrings  # the table is the biggest thing in memory; the lattices are all we need
+    lattices = make_lattices(
+        kernel, lengths=[len(word) for word in counts], counts=[float(c) for c in counts.values()],
+        offsets=offsets, starts=starts, ends=ends, pieces=pieces_of_edges,
+    )
+    clock.tick("lattice", 1, 1)
     seconds["lattice"] = time.perf_counter() - mark
     mark = time.perf_counter()
 
     scores = list(seeds.scores)
     desired = int(vocab_size * 1.1)
     total_count = float(sum(counts.values()))
-    alive = len(scores)
-    to_remove = max(alive - desired, 0)
+    alive = list(range(len(scores)))
+    to_remove = max(len(alive) - desired, 0)
     rounds = 0
     objective = 0.0
     while alive:
         for _ in range(num_sub_iterations):
-            clock.tick("em", min(len(scores) - alive, to_remove), to_remove)
-            min_score = min(s for s in scores if s != NEG_INF)
+            clock.tick("em", min(len(scores) - len(alive), to_remove), to_remove)
+            min_score = min(scores[i] for i in alive)
             expected, objective = lattices.expectations(scores, min_score)
-            _m_step(scores, expected)
+            alive = _m_step(scores, expected, alive)
             lattices.drop_dead(scores)
-            alive = sum(1 for s in scores if s != NEG_INF)
             if not alive:
                 break
-        if alive <= desired:
+        if len(alive) <= desired:
             break
-        clock.tick("em", min(len(scores) - alive, to_remove), to_remove)
-        before = alive
-        _prune(
-            lattices, scores, first_word=first_word, first_start=first_start, desired=desired,
-            shrinking_factor=shrinking_factor, total_count=total_count,
+        clock.tick("em", min(len(scores) - len(alive), to_remove), to_remove)
+        before = len(alive)
+        alive = _prune(
+            lattices, scores, alive, first_word=first_word, first_start=first_start,
+            desired=desired, shrinking_factor=shrinking_factor, total_count=total_count,
         )
         lattices.drop_dead(scores)
-        alive = sum(1 for s in scores if s != NEG_INF)
         rounds += 1
-        if alive == before:
+        if len(alive) == before:
             break  # nothing left that can go (SentencePiece would loop forever here)
     clock.tick("em", to_remove, to_remove)
     seconds["em"] = time.perf_counter() - mark

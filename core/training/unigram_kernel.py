@@ -8,11 +8,12 @@ encoding engine obeys too).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Literal, Protocol
 
 from tokend.core.training.unigram_lattice import PyLattices
+from tokend.core.training.unigram_seed import PySubstrings, Substrings, Tick
 
 KernelName = Literal["compiled", "python"]
 
@@ -58,6 +59,40 @@ def default_kernel() -> KernelName:
     return "compiled"
 
 
+def make_substrings(
+    kernel: KernelName | None,
+    *,
+    words: Sequence[str],
+    counts: Sequence[int],
+    chars: Mapping[str, tuple[bool, bool, int]],
+    max_length: int,
+    whole_word_seeds: bool,
+    tick: Tick | None = None,
+) -> Substrings:
+    """The substring table of the words (``kernel`` None: the default); see PySubstrings."""
+    chosen = _chosen(kernel)
+    if chosen == "compiled":
+        assert _compiled is not None  # subtle: _chosen refuses "compiled" when it is not built
+        built: Substrings = _compiled.CompiledSubstrings(
+            words=words, counts=counts, chars=chars, max_length=max_length,
+            whole_word_seeds=whole_word_seeds,
+        )
+        return built
+    return PySubstrings(
+        words=words, counts=counts, chars=chars, max_length=max_length,
+        whole_word_seeds=whole_word_seeds, tick=tick,
+    )
+
+
+def _chosen(kernel: KernelName | None) -> KernelName:
+    chosen = default_kernel() if kernel is None else kernel
+    if chosen == "compiled" and _compiled is None:
+        raise RuntimeError("the compiled kernel was not built; reinstall with a C compiler")
+    if chosen not in ("compiled", "python"):
+        raise ValueError(f"unknown kernel {chosen!r}; choose 'compiled' or 'python'")
+    return chosen
+
+
 def make_lattices(
     kernel: KernelName | None,
     *,
@@ -69,17 +104,13 @@ def make_lattices(
     pieces: Sequence[int],
 ) -> Lattices:
     """Lattices over the given edges (``kernel`` None: the default)."""
-    chosen = default_kernel() if kernel is None else kernel
-    if chosen == "compiled":
-        if _compiled is None:
-            raise RuntimeError("the compiled kernel was not built; reinstall with a C compiler")
+    if _chosen(kernel) == "compiled":
+        assert _compiled is not None  # subtle: _chosen refuses "compiled" when it is not built
         built: Lattices = _compiled.CompiledLattices(
             lengths=lengths, counts=counts, offsets=offsets, starts=starts, ends=ends,
             pieces=pieces,
         )
         return built
-    if chosen != "python":
-        raise ValueError(f"unknown kernel {chosen!r}; choose 'compiled' or 'python'")
     return PyLattices(
         lengths=lengths, counts=counts, offsets=offsets, starts=starts, ends=ends, pieces=pieces
     )

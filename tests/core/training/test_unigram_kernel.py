@@ -8,9 +8,10 @@ import pytest
 from unigram_corpus import lines, metaspace_counts
 
 from tokend.core.training import unigram_kernel
-from tokend.core.training.unigram import _build_lattices, _Clock, train_unigram
+from tokend.core.training.unigram import train_unigram
+from tokend.core.training.unigram_kernel import make_lattices, make_substrings
 from tokend.core.training.unigram_lattice import NEG_INF
-from tokend.core.training.unigram_seed import required_characters, seed_pieces
+from tokend.core.training.unigram_seed import char_table, required_characters, seed_pieces
 
 
 def test_compiled_kernel_is_built() -> None:
@@ -18,19 +19,41 @@ def test_compiled_kernel_is_built() -> None:
     assert unigram_kernel.COMPILED_AVAILABLE
 
 
-def both(counts: dict[str, int]):  # type: ignore[no-untyped-def]
+def both(counts: dict[str, int], whole_word_seeds: bool = True):  # type: ignore[no-untyped-def]
+    """Seeds and lattices from each kernel; the seeds and edges must already agree."""
     required = required_characters(counts, 0.9995)
-    seeds = seed_pieces(counts, required, max_piece_length=16, seed_size=1_000_000)
     out = []
     for kernel in ("python", "compiled"):
-        lattices, first_word, first_start = _build_lattices(
-            counts, seeds, 16, kernel, _Clock(None, None)  # type: ignore[arg-type]
-        )
-        out.append(lattices)
-    return seeds, first_word, first_start, out
+        subs = make_substrings(kernel, words=list(counts), counts=list(counts.values()),
+                               chars=char_table(counts, required), max_length=16,
+                               whole_word_seeds=whole_word_seeds)
+        assert subs.name == kernel
+        seeds = seed_pieces(subs, required, 1_000_000)
+        edges = [list(part) for part in subs.lattice_edges(seeds.pieces)]
+        out.append((seeds, edges))
+    (seeds, edges), (seeds_cc, edges_cc) = out
+    assert seeds == seeds_cc
+    assert edges == edges_cc
+    offsets, starts, ends, pieces, first_word, first_start = edges
+    lattices = [
+        make_lattices(kernel, lengths=[len(w) for w in counts],
+                      counts=[float(c) for c in counts.values()], offsets=offsets,
+                      starts=starts, ends=ends, pieces=pieces)
+        for kernel in ("python", "compiled")
+    ]
+    return seeds, first_word, first_start, lattices
 
 
 class TestTwins:
+    @pytest.mark.parametrize("whole_word_seeds", [True, False])
+    def test_seeds_and_edges_agree(self, whole_word_seeds: bool) -> None:
+        """Both substring tables give the same seeds and the same lattice edges, also with
+        several scripts, combining marks, digits and characters outside the coverage."""
+        counts = metaspace_counts(lines()[0][:300])
+        counts |= {"▁abcабв": 3, "▁e\u0301té": 4, "▁x12,": 5, "▁日本語カナ": 6, "▁☃☃": 1,
+                   "▁" + "long" * 10: 2}
+        both(counts, whole_word_seeds)
+
     def test_every_method_agrees(self) -> None:
         """Expectations (to 1e-9), Viterbi counts and second-best paths, before and after
         pieces are removed."""
