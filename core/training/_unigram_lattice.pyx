@@ -447,7 +447,8 @@ cdef class CompiledSubstrings:
         cdef const int32_t *chars
         cdef uint64_t h
         cdef Entry *e
-        cdef int32_t ws_id = -1
+        # the ▁ that starts the next word (an id of its own when no word holds a ▁)
+        cdef int32_t ws_id = <int32_t>self.num_chars
         cdef Py_ssize_t i
         for i in range(self.num_chars):
             if self.is_ws[i]:

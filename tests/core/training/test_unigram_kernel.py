@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from unigram_corpus import lines, metaspace_counts
 
+from tokend.core.errors import InvalidInput
 from tokend.core.training import unigram_kernel
 from tokend.core.training.unigram import train_unigram
 from tokend.core.training.unigram_kernel import make_lattices, make_substrings
@@ -93,3 +96,25 @@ class TestTwins:
     def test_unknown_kernel_is_refused(self) -> None:
         with pytest.raises(ValueError, match="unknown kernel"):
             train_unigram({"▁ab": 2}, 10, kernel="fast")  # type: ignore[arg-type]
+
+
+words = st.text(alphabet="▁▁▁aabcd1,.аб日カ\u0301☃", min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.dictionaries(words, st.integers(1, 50), min_size=1, max_size=40),
+       vocab_size=st.integers(20, 80), whole_word_seeds=st.booleans())
+def test_random_corpora_train_the_same_in_both_kernels(
+    counts: dict[str, int], vocab_size: int, whole_word_seeds: bool
+) -> None:
+    """Any small corpus (several scripts, marks, digits, rare characters): same seeds, same
+    edges, and the same vocabulary from a whole run."""
+    both(counts, whole_word_seeds)
+    try:
+        py = train_unigram(counts, vocab_size, kernel="python", whole_word_seeds=whole_word_seeds)
+    except InvalidInput:
+        with pytest.raises(InvalidInput):
+            train_unigram(counts, vocab_size, kernel="compiled")
+        return
+    cc = train_unigram(counts, vocab_size, kernel="compiled", whole_word_seeds=whole_word_seeds)
+    assert [p for p, _ in py.pieces] == [p for p, _ in cc.pieces]
