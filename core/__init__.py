@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         VersionInfo,
     )
     from tokend.core.train import TrainResult, TrainStats, train_bpe
+    from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
 
 # Everything but the errors loads on first use (PEP 562), so that `import tokend.core.errors`
 # (the client's only dependency on core) does not pull in the encoder, trainer and registry.
@@ -74,7 +75,9 @@ _LAZY: dict[str, str] = {
     "ResolvedRef": "tokend.core.registry",
     "TokenizerData": "tokend.core.registry",
     "TokenizerInfo": "tokend.core.registry",
+    "MODEL_KINDS": "tokend.core.training",
     "TrainResult": "tokend.core.train",
+    "TrainedTokenizer": "tokend.core.training",
     "TrainStats": "tokend.core.train",
     "VersionInfo": "tokend.core.registry",
     "encoding_for_model": "tokend.core.builtins",
@@ -83,12 +86,14 @@ _LAZY: dict[str, str] = {
     "list_encoding_names": "tokend.core.builtins",
     "read_hf_tokenizer_json": "tokend.core.hf_format",
     "train_bpe": "tokend.core.train",
+    "train_tokenizer": "tokend.core.training",
     "write_hf_tokenizer_json": "tokend.core.hf_format",
 }
 
 __all__ = [
     "BUILTIN_NAMES",
     "ENGINE",
+    "MODEL_KINDS",
     "AlreadyExists",
     "CacheInfo",
     "Cancelled",
@@ -111,6 +116,7 @@ __all__ = [
     "TokenizerInfo",
     "TrainResult",
     "TrainStats",
+    "TrainedTokenizer",
     "TruncateResult",
     "UnknownTokenId",
     "UnknownTokenizer",
@@ -123,6 +129,7 @@ __all__ = [
     "list_encoding_names",
     "read_hf_tokenizer_json",
     "train_bpe",
+    "train_tokenizer",
     "truncate",
     "write_hf_tokenizer_json",
 ]

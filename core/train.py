@@ -89,6 +89,26 @@ class TrainResult:
                 ranks.setdefault(self.vocab[token_id], token_id)
         return ranks
 
+    @property
+    def model(self) -> str:
+        """The kind, as ``train_tokenizer(model=...)`` names it."""
+        return "byte-bpe"
+
+    def tokenizer_json_bytes(self) -> bytes:
+        """An HF tokenizer.json (ByteLevel BPE) with tiktoken-identical ids."""
+        from tokend.core.hf_format import format_hf_tokenizer_json  # noqa: PLC0415
+
+        return format_hf_tokenizer_json(
+            ranks=self.mergeable_ranks(), pat_str=self.pattern,
+            special_tokens=dict(self.special_tokens),
+        )
+
+    def save_tokenizer_json(self, path: str | os.PathLike[str]) -> None:
+        """Write ``tokenizer_json_bytes()`` to ``path`` (temp file, then rename)."""
+        from tokend.core.formats import atomic_write_bytes  # noqa: PLC0415
+
+        atomic_write_bytes(path, self.tokenizer_json_bytes())
+
     def to_encoding(self, name: str = "custom") -> Encoding:
         """An ``Encoding`` (tiktoken-exact encoder) for this vocabulary, pattern and specials."""
         return Encoding(
@@ -99,7 +119,7 @@ class TrainResult:
         )
 
 
-class _Throttle:
+class Throttle:
     """Call progress at a steady rate (at most every PROGRESS_INTERVAL) and poll should_stop."""
 
     def __init__(self, progress: ProgressFn | None, should_stop: StopFn | None) -> None:
@@ -119,7 +139,12 @@ class _Throttle:
             self._last_phase = phase
             self._progress(phase, done, total)
 
+    def stopped(self) -> bool:
+        """Whether should_stop says so now (for trainers that poll at their own pace)."""
+        return self._should_stop is not None and self._should_stop()
+
     def check(self, phase: str) -> None:
+        """Raise Cancelled when should_stop says so (polled at most every STOP_INTERVAL)."""
         if self._should_stop is None:
             return
         now = time.monotonic()
@@ -152,7 +177,7 @@ def train_bpe(
     >>> r.merges
     [(b'l', b'o'), (b'lo', b'w')]
     """
-    specials = _check_special_tokens(special_tokens)
+    specials = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise InvalidInput(f"vocab_size must be an int, got {vocab_size!r}")
     minimum = 256 + len(specials)
@@ -169,7 +194,7 @@ def train_bpe(
         raise LimitExceeded("workers", workers, MAX_WORKERS)
     pat_str = resolve_pattern(pattern)
     pattern_name = next((n for n, p in NAMED_PATTERNS.items() if pat_str == p), None)
-    throttle = _Throttle(progress, should_stop)
+    throttle = Throttle(progress, should_stop)
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -221,7 +246,7 @@ def train_bpe(
     )
 
 
-def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
+def check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
     if isinstance(special_tokens, str):
         raise InvalidInput(
             f"special_tokens must be a list of strings, not the string {special_tokens!r}; "
@@ -261,7 +286,7 @@ def _count_corpus(
     *,
     safe_cuts: bool,
     workers: int,
-    throttle: _Throttle,
+    throttle: Throttle,
     should_stop: StopFn | None,
 ) -> _Counted:
     """Phase 1: stream the input, cut it into pieces and count pretokens.
@@ -357,7 +382,7 @@ class _MergeLearner:
     ``heap``: (-count, _inverted(left), _inverted(right), left, right), smallest = best pair.
     """
 
-    def __init__(self, word_counts: Mapping[bytes, int], throttle: _Throttle) -> None:
+    def __init__(self, word_counts: Mapping[bytes, int], throttle: Throttle) -> None:
         start = time.perf_counter()
         self._throttle = throttle
         self.vocab: list[bytes] = [bytes([i]) for i in range(256)]

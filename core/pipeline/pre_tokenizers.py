@@ -26,6 +26,7 @@ from tokend.core.pipeline._config import (
     field,
     unsupported,
 )
+from tokend.core.pipeline._hf_punct import CLASS_BODY, RANGES
 from tokend.core.pipeline.alignment import Align
 
 Piece = tuple[str, bool]
@@ -34,6 +35,7 @@ Span = tuple[int, int, bool]  # start, end, is a match
 
 BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_HF_PUNCT = frozenset(chr(c) for a, b in RANGES for c in range(a, b + 1))
 # Rust regex's Unicode \w and \s (UTS #18), which Python's own \w and \s do not match exactly.
 _WORD = r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]"
 _SPACE = r"\p{White_Space}"
@@ -42,8 +44,8 @@ _GPT2_RE = regex.compile(GPT2_PATTERN)
 
 
 def is_punctuation(c: str) -> bool:
-    """ASCII punctuation or a Unicode P* character (HF's ``is_punc``)."""
-    return c in _ASCII_PUNCT or unicodedata.category(c).startswith("P")
+    """ASCII punctuation or a P* character of HF's Unicode tables (HF's ``is_punc``)."""
+    return c in _ASCII_PUNCT or c in _HF_PUNCT
 
 
 def is_numeric(c: str) -> bool:
@@ -224,7 +226,8 @@ class Whitespace(PreTokenizer):
         return [m.span() for m in _WHITESPACE_RE.finditer(text)]
 
 
-_PUNCT_CLASS = r"[!-/:-@\[-`{-~\p{P}]"  # ASCII punctuation (Rust's) and Unicode P*
+# ASCII punctuation (Rust's) and HF's Unicode P* (core/pipeline/_hf_punct.py)
+_PUNCT_CLASS = r"[!-/:-@\[-`{-~" + CLASS_BODY + "]"
 _NUMERIC_CLASS = r"[\p{N}]"
 _SPACE_CLASS = r"[\p{White_Space}]"
 

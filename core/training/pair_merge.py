@@ -1,0 +1,228 @@
+"""The merge loop shared by word-level BPE and WordPiece: pick a pair, merge it everywhere.
+
+Words are lists of symbol ids weighted by how often the word occurs. Each round picks the
+pair with the best score, merges every occurrence of it and updates the counts only around
+the merge sites. The score is the pair's count (BPE, Sennrich et al. 2016) or its count divided
+by the product of its symbols' counts (WordPiece's likelihood gain, as BERT describes it).
+
+Ties go to the pair *seen first*: the one whose first occurrence comes first in the words'
+order (the order words first appear in the corpus), then by position inside the word. That
+is what the paper's reference code does (``max`` over a dict filled in that order).
+
+The heap holds ``(-score, word index, char offset, left, right)`` entries that may be stale:
+a popped entry is checked against the true score and a still-existing occurrence, and pushed
+again with the true values when it is not (counts that grow, new earlier occurrences and, for
+WordPiece, every score whose symbol counts shrank are pushed when they change).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from heapq import heapify, heappop, heappush
+
+Pair = tuple[int, int]
+Position = tuple[int, int]  # (word index, char offset of the pair's left symbol)
+_FAR: Position = (1 << 62, 0)
+
+
+class PairMerger:
+    """Greedy pair merging over weighted words (see the module docstring).
+
+    ``words[wi]`` is a list of symbol ids, ``freqs[wi]`` its weight; ``lengths[sym]`` is the
+    width of a symbol in characters (any positive width works: it orders positions only).
+    ``join(left, right)`` returns the new symbol's id (the caller owns the token strings).
+    """
+
+    def __init__(
+        self,
+        words: list[list[int]],
+        freqs: list[int],
+        lengths: list[int],
+        *,
+        likelihood: bool,
+        check: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._words = words
+        self._freqs = freqs
+        self._lengths = lengths
+        self._likelihood = likelihood
+        self._check = check
+        pair_counts: dict[Pair, int] = {}
+        first: dict[Pair, Position] = {}
+        where: defaultdict[Pair, list[int]] = defaultdict(list)
+        symbol_counts: defaultdict[int, int] = defaultdict(int)
+        for wi, w in enumerate(words):
+            f = freqs[wi]
+            off = 0
+            for i, sym in enumerate(w):
+                symbol_counts[sym] += f
+                if i + 1 < len(w):
+                    p = (sym, w[i + 1])
+                    if p not in pair_counts:
+                        pair_counts[p] = 0
+                        first[p] = (wi, off)
+                    pair_counts[p] += f
+                    where[p].append(wi)
+                off += lengths[sym]
+            if wi & 0xFFF == 0:
+                check()
+        self._pair_counts = pair_counts
+        self._first = first  # a lower bound of each pair's first occurrence (fixed on pop)
+        self._where = where
+        self._symbol_counts = symbol_counts
+        # symbol -> pairs it takes part in (WordPiece re-scores these when its count drops)
+        self._pairs_of: defaultdict[int, set[Pair]] = defaultdict(set)
+        if likelihood:
+            for a, b in pair_counts:
+                self._pairs_of[a].add((a, b))
+                self._pairs_of[b].add((a, b))
+        self._heap = [
+            (-self._score(p, c), *first[p], *p) for p, c in pair_counts.items()
+        ]
+        heapify(self._heap)
+
+    def _score(self, p: Pair, count: int) -> float:
+        if not self._likelihood:
+            return float(count)
+        counts = self._symbol_counts
+        return count / (counts[p[0]] * counts[p[1]])
+
+    def _find_first(self, p: Pair) -> Position:
+        """The pair's true first occurrence, by scanning the words that held it."""
+        a, b = p
+        lengths = self._lengths
+        for wi in sorted(set(self._where.get(p, ()))):
+            w = self._words[wi]
+            off = 0
+            for i in range(len(w) - 1):
+                if w[i] == a and w[i + 1] == b:
+                    return (wi, off)
+                off += lengths[w[i]]
+        return _FAR
+
+    def _occurs_at(self, p: Pair, pos: Position) -> bool:
+        w = self._words[pos[0]]
+        off = 0
+        lengths = self._lengths
+        for i in range(len(w) - 1):
+            if off == pos[1]:
+                return w[i] == p[0] and w[i + 1] == p[1]
+            if off > pos[1]:
+                return False
+            off += lengths[w[i]]
+        return False
+
+    def pop_best(self) -> Pair | None:
+        """Remove and return the best pair (ties: seen first), or None when none is left."""
+        heap = self._heap
+        pair_counts = self._pair_counts
+        while heap:
+            neg, wi, off, a, b = heappop(heap)
+            p = (a, b)
+            count = pair_counts.get(p, 0)
+            if count <= 0:
+                continue
+            score = self._score(p, count)
+            pos = (wi, off)
+            if -neg == score and self._occurs_at(p, pos):
+                return p
+            # subtle: a stale entry (score or position moved); push its true values once
+            # more. Other entries of the same pair may remain and are dropped the same way.
+            if not self._occurs_at(p, pos):
+                pos = self._find_first(p)
+                self._first[p] = pos
+            heappush(heap, (-score, *pos, a, b))
+        return None
+
+    def merge(self, a: int, b: int, new: int) -> None:
+        """Replace every (a, b) by ``new``, updating counts around each merge site.
+
+        Example: word [a, b, a, b, c] -> [n, n, c]: pairs (a,b) x2, (b,a), (b,c) go;
+        (n,n), (n,c) come.
+        """
+        words, freqs, lengths, where = self._words, self._freqs, self._lengths, self._where
+        delta: dict[Pair, int] = {}
+        created: dict[Pair, Position] = {}
+        merged_sites = 0
+
+        def add(p: Pair, d: int, wi: int, off: int) -> None:
+            delta[p] = delta.get(p, 0) + d
+            if d > 0:
+                where[p].append(wi)
+                if p not in created or (wi, off) < created[p]:
+                    created[p] = (wi, off)
+
+        for visited, wi in enumerate(sorted(set(where.pop((a, b), ())))):
+            if visited & 0xFFFF == 0xFFFF:
+                self._check()
+            w = words[wi]
+            f = freqs[wi]
+            n = len(w)
+            out: list[int] = []
+            i = 0
+            off = 0
+            hit = False
+            while i < n:
+                if i + 1 < n and w[i] == a and w[i + 1] == b:
+                    hit = True
+                    merged_sites += f
+                    if out:
+                        left = out[-1]
+                        left_off = off - lengths[left]
+                        add((left, a) if left != new else (b, a), -f, wi, left_off)
+                        add((left, new), f, wi, left_off)
+                    if i + 2 < n:
+                        right = w[i + 2]
+                        if not (right == a and i + 3 < n and w[i + 3] == b):
+                            add((b, right), -f, wi, off)
+                            add((new, right), f, wi, off)
+                    out.append(new)
+                    off += lengths[a] + lengths[b]
+                    i += 2
+                else:
+                    out.append(w[i])
+                    off += lengths[w[i]]
+                    i += 1
+            if hit:
+                words[wi] = out
+        pair_counts = self._pair_counts
+        pair_counts.pop((a, b), None)
+        if self._likelihood:
+            counts = self._symbol_counts
+            counts[a] -= merged_sites
+            counts[b] -= merged_sites
+            counts[new] += merged_sites
+            self._pairs_of[a].discard((a, b))
+            self._pairs_of[b].discard((a, b))
+        touched: set[Pair] = set()
+        for p, d in delta.items():
+            if p == (a, b):
+                continue
+            count = pair_counts.get(p, 0) + d
+            if count > 0:
+                pair_counts[p] = count
+            else:
+                pair_counts.pop(p, None)
+                if self._likelihood:
+                    self._pairs_of[p[0]].discard(p)
+                    self._pairs_of[p[1]].discard(p)
+                continue
+            if self._likelihood:
+                self._pairs_of[p[0]].add(p)
+                self._pairs_of[p[1]].add(p)
+            pos = created.get(p)
+            known = self._first.get(p, _FAR)
+            if pos is not None and pos < known:
+                self._first[p] = pos
+                touched.add(p)
+            elif d > 0:
+                touched.add(p)
+        if self._likelihood:  # every pair with a or b now scores higher: re-push them all
+            touched |= self._pairs_of[a] | self._pairs_of[b] | self._pairs_of[new]
+        heap = self._heap
+        for p in touched:
+            count = pair_counts.get(p, 0)
+            if count > 0:
+                heappush(heap, (-self._score(p, count), *self._first.get(p, _FAR), *p))
+
