@@ -418,6 +418,7 @@ def train_requests(spec: TrainSpec, corpus: Corpus | None) -> Iterator[pb.TrainR
             special_tokens=list(spec.special_tokens),
             pattern=spec.pattern,
             corpus_path=spec.corpus_path,
+            model=spec.model,
         )
     )
     for chunk in _corpus_chunks(corpus):
@@ -460,4 +461,5 @@ def train_job(job: pb.TrainJob) -> TrainJob:
         created_at=job.created_at,
         finished_at=job.finished_at,
         corpus_bytes=job.corpus_bytes,
+        model=job.config.model or "byte-bpe",
     )

@@ -184,6 +184,8 @@ class TrainJob:
     created_at: str
     finished_at: str
     corpus_bytes: int
+    # The tokenizer kind ("byte-bpe", "char", "word-bpe", "wordpiece", "unigram").
+    model: str = "byte-bpe"
 
     @property
     def finished(self) -> bool:
@@ -203,6 +205,8 @@ class TrainSpec:
     pattern: str = ""
     # A corpus file relative to the server's --train-dir; "" when the corpus is streamed.
     corpus_path: str = ""
+    # "byte-bpe", "char", "word-bpe", "wordpiece" or "unigram"; "" (the default): byte-bpe.
+    model: str = ""
 
 
 __all__ = [

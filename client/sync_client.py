@@ -306,16 +306,18 @@ class Client:
         special_tokens: Sequence[str] = (),
         pattern: str = "",
         corpus_path: str = "",
+        model: str = "",
         timeout: float | None = None,
     ) -> TrainHandle:
         """Start a training job; returns once the server has the corpus.
 
         ``corpus`` is streamed (text, bytes, a local ``Path`` or byte chunks); or name a file
         under the server's --train-dir with ``corpus_path``. Needs the admin ``token`` when the
-        server sets one. ``pattern`` "" means the server's default (o200k). Progress: iterate
-        the handle; the published reference: ``result()``.
+        server sets one. ``pattern`` "" means the server's default (o200k); ``model`` the
+        tokenizer kind ("byte-bpe" when "", "char", "word-bpe", "wordpiece", "unigram").
+        Progress: iterate the handle; the published reference: ``result()``.
         """
-        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path)
+        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model)
         requests = _convert.train_requests(spec, corpus)
         response = self._call(self._stub.Train, requests, timeout)
         return TrainHandle(self, _convert.train_job(response.job))

@@ -2,7 +2,8 @@
 
 Started by the runner (runner.py) with the job's ``trainer.lock`` already locked on an
 inherited descriptor, so the lock lives exactly as long as this process. It trains with
-``train_bpe``, rewrites ``state.json`` at a steady rate (phase, done/total, rate, ETA), stops
+``train_tokenizer`` (the job's model kind), rewrites ``state.json`` at a steady rate (phase,
+done/total, rate, ETA), stops
 within about a second when the ``cancel`` marker appears, and on success publishes a new
 registry version and records it as ``published``. Any failure ends the job as failed with the
 reason; nothing is published unless training completed.
@@ -19,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core.errors import Cancelled
-from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
+from tokend.core.registry import Registry, VersionInfo
+from tokend.core.train import TrainResult
+from tokend.core.training import TrainedTokenizer, train_tokenizer
+from tokend.core.training.kinds import DEFAULT_MODEL
 from tokend.server.jobs import (
     CANCELLED,
     FAILED,
@@ -99,10 +102,12 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
     progress.start()
     try:
         corpus = Path(job["corpus_file"])
-        result = train_bpe(
+        model = cfg.get("model", DEFAULT_MODEL)
+        result = train_tokenizer(
             [str(corpus)],
             cfg["vocab_size"],
             cfg["special_tokens"],
+            model=model,
             pattern=cfg["pattern"],
             workers=workers,
             progress=progress,
@@ -111,22 +116,7 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
         if store.cancel_requested(job_id):
             raise Cancelled("cancelled before publishing")
         progress("publish", 0, 1)
-        registry = Registry(registry_root)
-        info = registry.publish(
-            cfg["name"],
-            ranks=result.mergeable_ranks(),
-            pat_str=result.pattern,
-            special_tokens=result.special_tokens,
-            training={
-                "vocab_size": cfg["vocab_size"],
-                "special_tokens": cfg["special_tokens"],
-                "pattern": cfg["pattern"],
-                "pattern_name": result.pattern_name,
-                "job_id": job_id,
-                "stats": result.stats.to_dict(),
-            },
-            corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
-        )
+        info = _publish(Registry(registry_root), cfg, job_id, result, corpus)
         progress("publish", 1, 1)
     except Cancelled as exc:
         progress.stop()
@@ -140,12 +130,42 @@ def run(job_dir: Path, registry_root: Path, workers: int) -> int:
     progress.stop()
     # A finished job ("done") shows what it did: its merges (a small job may end before any
     # heartbeat has shown a number), not the one-step publish phase's 1/1.
-    merges = len(result.merges)
+    # merges (BPE kinds, WordPiece) or pieces kept (char, unigram)
+    merges = len(result.merges) if isinstance(result, TrainResult) else result.stats.steps
     merge_seconds = float(result.stats.seconds.get("merge", 0.0))
     store.finish(job_id, SUCCEEDED, published=info.ref, done=merges,
                  total=merges, rate=merges / merge_seconds if merge_seconds > 0 else 0.0,
                  eta_seconds=0.0)
     return 0
+
+
+def _publish(
+    registry: Registry, cfg: dict[str, Any], job_id: str,
+    result: TrainResult | TrainedTokenizer, corpus: Path,
+) -> VersionInfo:
+    """A new registry version: tiktoken ranks (byte-bpe) or the exported tokenizer.json."""
+    training: dict[str, Any] = {
+        "model": result.model,
+        "vocab_size": cfg["vocab_size"],
+        "special_tokens": cfg["special_tokens"],
+        "job_id": job_id,
+        "stats": result.stats.to_dict(),
+    }
+    if isinstance(result, TrainResult):
+        training["pattern"] = cfg["pattern"]
+        training["pattern_name"] = result.pattern_name
+        return registry.publish(
+            cfg["name"],
+            ranks=result.mergeable_ranks(),
+            pat_str=result.pattern,
+            special_tokens=result.special_tokens,
+            training=training,
+            corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
+        )
+    training["corpus"] = {"sha256": file_digest(corpus), "bytes": corpus.stat().st_size}
+    return registry.publish_file(
+        cfg["name"], fmt="hf-json", data=result.tokenizer_json_bytes(), training=training
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ from tokend.core.errors import (
 )
 from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
+from tokend.core.training.kinds import DEFAULT_MODEL, DEFAULT_UNK_TOKEN, check_model
 from tokend.server import limits
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -90,7 +91,8 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         else:
             job = self._receive_corpus(config, request_iterator, context)
         log_event("train_job_created", job_id=job["job_id"], name=config["name"],
-                  vocab_size=config["vocab_size"], corpus_bytes=job["corpus_bytes"])
+                  model=config["model"], vocab_size=config["vocab_size"],
+                  corpus_bytes=job["corpus_bytes"])
         return pb.TrainResponse(job=job_to_proto(job))
 
     def _check_config(self, cfg: pb.TrainConfig) -> dict[str, Any]:
@@ -111,11 +113,20 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                     InvalidInput(f"special token {shown(token)} is empty or listed twice"),
                     f"config.special_tokens[{i}]",
                 )
-        minimum = BYTE_TOKENS + len(specials)
+        try:
+            model = check_model(cfg.model or DEFAULT_MODEL)
+        except TokendError as exc:
+            raise with_field(exc, "config.model") from None
+        if model == "byte-bpe":
+            minimum = BYTE_TOKENS + len(specials)
+            why = f"256 byte tokens + {len(specials)} special tokens"
+        else:  # the unknown token is added unless listed
+            minimum = len(specials) + (DEFAULT_UNK_TOKEN not in specials) + 1
+            why = f"{minimum - 1} special tokens incl. {DEFAULT_UNK_TOKEN}, + 1"
         if cfg.vocab_size < minimum:
             raise with_field(
                 InvalidInput(f"vocab_size {cfg.vocab_size} is below the minimum {minimum} "
-                             f"(256 byte tokens + {len(specials)} special tokens)"),
+                             f"for model {model} ({why})"),
                 "config.vocab_size",
             )
         limits.check("vocab_size", cfg.vocab_size, self.config.max_vocab_size,
@@ -131,6 +142,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             "special_tokens": specials,
             "pattern": pattern,
             "corpus_path": cfg.corpus_path,
+            "model": model,
         }
 
     def _train_dir_file(self, relative: str) -> tuple[Path, int]:
@@ -320,6 +332,7 @@ def job_to_proto(job: Job) -> pb.TrainJob:
             special_tokens=cfg["special_tokens"],
             pattern=cfg["pattern"],
             corpus_path=cfg.get("corpus_path", ""),
+            model=cfg.get("model", DEFAULT_MODEL),
         ),
         state=_STATES.get(job["state"], pb.TRAIN_JOB_STATE_UNSPECIFIED),
         phase=job.get("phase", ""),

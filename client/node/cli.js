@@ -8,10 +8,14 @@
 //                        add_special_tokens?: bool (Encode and CountTokens of the texts),
 //                        count?: {model?, tools?, tool_choice?, max_tokens?},
 //                        truncate?: {text, max_tokens, keep?, marker?},
-//                        chunk?: {text, max_tokens, overlap?} }.
+//                        chunk?: {text, max_tokens, overlap?},
+//                        train?: {name, vocab_size, model?, special_tokens?, corpus} }.
+// With train, the job runs first (needs --token when the server sets one) and is awaited;
+// an empty tokenizer then means the version it published.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
 //                          decoded: [string], count?: CountTokensResponse,
-//                          truncate?: TruncateResponse, chunks?: [TextChunk] }.
+//                          truncate?: TruncateResponse, chunks?: [TextChunk],
+//                          train?: TrainJob }.
 // On an RPC error: exit status 1 and { error: { code, details } } on stdout.
 
 const { TokendClient } = require('./index');
@@ -51,6 +55,15 @@ async function main() {
   const input = JSON.parse(await readStdin());
   const client = new TokendClient(args.target, { token: args.token, timeoutMs: args.timeoutMs });
   try {
+    let trained = null;
+    if (input.train) {
+      const { corpus, ...config } = input.train;
+      const queued = await client.train(config, corpus);
+      trained = await client.waitTrainJob(queued.job_id);
+      if (!input.tokenizer) {
+        input.tokenizer = trained.published;
+      }
+    }
     const framing = { addSpecialTokens: Boolean(input.add_special_tokens) };
     const encoded = await client.encode(input.tokenizer, input.texts, framing);
     const counted = await client.countTokens(input.tokenizer, input.texts, input.messages || [],
@@ -68,6 +81,9 @@ async function main() {
       total: counted.total,
       decoded,
     };
+    if (trained) {
+      output.train = trained;
+    }
     if (input.count) {
       const c = input.count;
       output.count = await client.countTokens(input.tokenizer, [], input.messages || [], {

@@ -10,6 +10,10 @@ const protoLoader = require('@grpc/proto-loader');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
 const PROTO_FILE = 'tokend/v1/tokenizer.proto';
+const TRAIN_CHUNK_BYTES = 1 << 20;
+const FINISHED_STATES = new Set([
+  'TRAIN_JOB_STATE_SUCCEEDED', 'TRAIN_JOB_STATE_FAILED', 'TRAIN_JOB_STATE_CANCELLED',
+]);
 
 // keepCase: field names as written in the .proto; longs as Numbers (token counts fit easily);
 // defaults: absent scalars come back as 0 / "" like in every other proto3 runtime.
@@ -122,6 +126,59 @@ class TokendClient {
   // Returns { tokenizer, text, data (Buffer), results }.
   decode(tokenizer, ids) {
     return this._call('Decode', { tokenizer, ids });
+  }
+
+  // Starts a training job and resolves to the queued TrainJob. config: { name, vocab_size,
+  // special_tokens?, pattern?, model? ("byte-bpe" | "char" | "word-bpe" | "wordpiece" |
+  // "unigram"; "" = byte-bpe), corpus_path? }; corpus: a string or Buffer, streamed as
+  // corpus_chunk messages of 1 MiB (omit it when corpus_path names a server-side file).
+  train(config, corpus) {
+    const metadata = new grpc.Metadata();
+    if (this.token) {
+      metadata.set('authorization', `Bearer ${this.token}`);
+    }
+    const deadline = new Date(Date.now() + this.timeoutMs);
+    const full = {
+      name: config.name,
+      vocab_size: config.vocab_size,
+      special_tokens: config.special_tokens || [],
+      pattern: config.pattern || '',
+      corpus_path: config.corpus_path || '',
+      model: config.model || '',
+    };
+    return new Promise((resolve, reject) => {
+      const call = this.stub.Train(metadata, { deadline }, (err, response) => {
+        if (err) {
+          reject(err);
+        } else {
+          resolve(response.job);
+        }
+      });
+      call.write({ config: full });
+      if (corpus !== undefined && corpus !== null) {
+        const data = Buffer.from(corpus);
+        for (let start = 0; start < data.length; start += TRAIN_CHUNK_BYTES) {
+          call.write({ corpus_chunk: data.subarray(start, start + TRAIN_CHUNK_BYTES) });
+        }
+      }
+      call.end();
+    });
+  }
+
+  // Resolves to the TrainJob's current state.
+  getTrainJob(jobId) {
+    return this._call('GetTrainJob', { job_id: jobId }).then((response) => response.job);
+  }
+
+  // Polls until the job is finished (SUCCEEDED, FAILED or CANCELLED) and resolves to it.
+  async waitTrainJob(jobId, pollMs = 100) {
+    for (;;) {
+      const job = await this.getTrainJob(jobId);
+      if (FINISHED_STATES.has(job.state)) {
+        return job;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
   }
 
   close() {

@@ -28,7 +28,7 @@ def train_char(
 ) -> TrainedTokenizer:
     """Keep the most frequent characters; ``specials`` (unk included) take the first ids."""
     start = time.perf_counter()
-    counted = count_words(corpus, list(specials), list, throttle)
+    counted = count_words(corpus, list(specials), list, throttle, chars=True)
     seconds = {"count": time.perf_counter() - start}
     start = time.perf_counter()
     room = vocab_size - len(specials)

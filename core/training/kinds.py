@@ -67,6 +67,7 @@ def train_tokenizer(
     model: str = DEFAULT_MODEL,
     pattern: str = DEFAULT_TRAIN_PATTERN,
     unk_token: str = DEFAULT_UNK_TOKEN,
+    wordpiece_score: str = "gain",
     workers: int | None = None,
     progress: ProgressFn | None = None,
     should_stop: StopFn | None = None,
@@ -75,7 +76,9 @@ def train_tokenizer(
 
     ``vocab_size`` counts every id (special tokens included). ``pattern`` and ``workers``
     apply to ``byte-bpe`` only; ``unk_token`` to the other kinds, which add it in front of
-    ``special_tokens`` unless listed there. Semantics of each kind: ``docs/training.md``.
+    ``special_tokens`` unless listed there. ``wordpiece_score``: ``"gain"`` (the likelihood
+    gain) or ``"ratio"`` (count(ab) / (count(a) count(b)) alone), see ``wordpiece``.
+    Semantics of each kind: ``docs/training.md``.
 
     >>> r = train_tokenizer(iter(["low lower lowest"]), 20, model="word-bpe")
     >>> r.merges[:2]
@@ -99,9 +102,16 @@ def train_tokenizer(
         )
     if vocab_size > MAX_VOCAB_SIZE:
         raise LimitExceeded("vocab_size", vocab_size, MAX_VOCAB_SIZE)
+    extra: dict[str, str] = {}
+    if kind == "wordpiece":
+        if wordpiece_score not in ("gain", "ratio"):
+            raise InvalidInput(
+                f"wordpiece_score {shown(str(wordpiece_score))} is not 'gain' or 'ratio'"
+            )
+        extra["score"] = wordpiece_score
     module_name, func_name = _MODULES[kind]
     train: Callable[..., TrainedTokenizer] = getattr(
         importlib.import_module(module_name), func_name
     )
     return train(corpus, vocab_size, specials, unk_token=unk_token,
-                 throttle=Throttle(progress, should_stop))
+                 throttle=Throttle(progress, should_stop), **extra)

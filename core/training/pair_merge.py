@@ -2,8 +2,15 @@
 
 Words are lists of symbol ids weighted by how often the word occurs. Each round picks the
 pair with the best score, merges every occurrence of it and updates the counts only around
-the merge sites. The score is the pair's count (BPE, Sennrich et al. 2016) or its count divided
-by the product of its symbols' counts (WordPiece's likelihood gain, as BERT describes it).
+the merge sites. The score (``score=``) is
+
+- ``count``: the pair's count (BPE, Sennrich et al. 2016);
+- ``ratio``: count(ab) / (count(a) * count(b)), the WordPiece score as usually quoted;
+- ``gain``: the exact change in log-likelihood of the corpus under a unigram model of the
+  symbols when every (a, b) becomes ab (what Schuster & Nakajima's WordPiece maximises):
+  ``c log c + (na-c) log(na-c) - na log na + (nb-c) log(nb-c) - nb log nb
+  - ((N-c) log(N-c) - N log N)`` for c = count(ab), na, nb the symbols' counts, N all symbols;
+  about ``c * log(N * ratio)``, i.e. the ratio weighted by how often the pair occurs.
 
 Ties go to the pair *seen first*: the one whose first occurrence comes first in the words'
 order (the order words first appear in the corpus), then by position inside the word. That
@@ -11,19 +18,27 @@ is what the paper's reference code does (``max`` over a dict filled in that orde
 
 The heap holds ``(-score, word index, char offset, left, right)`` entries that may be stale:
 a popped entry is checked against the true score and a still-existing occurrence, and pushed
-again with the true values when it is not (counts that grow, new earlier occurrences and, for
-WordPiece, every score whose symbol counts shrank are pushed when they change).
+again with the true values when it is not. Scores that grow are pushed when they change
+(counts that grow, new earlier occurrences and, for ``ratio`` and ``gain``, every pair of a
+symbol whose count shrank); scores that shrink (``gain`` shrinks for every pair as N
+falls) are fixed when they reach the top.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
+SCORES = ("count", "ratio", "gain")
 Pair = tuple[int, int]
 Position = tuple[int, int]  # (word index, char offset of the pair's left symbol)
 _FAR: Position = (1 << 62, 0)
+
+
+def _xlogx(x: int) -> float:
+    return x * math.log(x) if x > 0 else 0.0
 
 
 class PairMerger:
@@ -31,7 +46,7 @@ class PairMerger:
 
     ``words[wi]`` is a list of symbol ids, ``freqs[wi]`` its weight; ``lengths[sym]`` is the
     width of a symbol in characters (any positive width works: it orders positions only).
-    ``join(left, right)`` returns the new symbol's id (the caller owns the token strings).
+    The caller owns the token strings and appends the new symbol's width before ``merge``.
     """
 
     def __init__(
@@ -40,13 +55,16 @@ class PairMerger:
         freqs: list[int],
         lengths: list[int],
         *,
-        likelihood: bool,
+        score: str = "count",
         check: Callable[[], None] = lambda: None,
     ) -> None:
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, not {score!r}")
         self._words = words
         self._freqs = freqs
         self._lengths = lengths
-        self._likelihood = likelihood
+        self._likelihood = score != "count"  # scores depend on the symbols' counts too
+        self._gain = score == "gain"
         self._check = check
         pair_counts: dict[Pair, int] = {}
         first: dict[Pair, Position] = {}
@@ -73,7 +91,8 @@ class PairMerger:
         self._symbol_counts = symbol_counts
         # symbol -> pairs it takes part in (WordPiece re-scores these when its count drops)
         self._pairs_of: defaultdict[int, set[Pair]] = defaultdict(set)
-        if likelihood:
+        self._total = sum(symbol_counts.values())
+        if self._likelihood:
             for a, b in pair_counts:
                 self._pairs_of[a].add((a, b))
                 self._pairs_of[b].add((a, b))
@@ -86,7 +105,15 @@ class PairMerger:
         if not self._likelihood:
             return float(count)
         counts = self._symbol_counts
-        return count / (counts[p[0]] * counts[p[1]])
+        if not self._gain:
+            return count / (counts[p[0]] * counts[p[1]])
+        a, b = p
+        na, nb, n = counts[a], counts[b], self._total
+        if a == b:
+            change = _xlogx(na - 2 * count) - _xlogx(na)
+        else:
+            change = _xlogx(na - count) - _xlogx(na) + _xlogx(nb - count) - _xlogx(nb)
+        return _xlogx(count) + change - (_xlogx(n - count) - _xlogx(n))
 
     def _find_first(self, p: Pair) -> Position:
         """The pair's true first occurrence, by scanning the words that held it."""
@@ -193,6 +220,7 @@ class PairMerger:
             counts[a] -= merged_sites
             counts[b] -= merged_sites
             counts[new] += merged_sites
+            self._total -= merged_sites
             self._pairs_of[a].discard((a, b))
             self._pairs_of[b].discard((a, b))
         touched: set[Pair] = set()

@@ -47,7 +47,7 @@ def train_word_bpe(
 ) -> TrainedTokenizer:
     """Learn the paper's merges on the corpus' words; export them in HF's suffix form."""
     start = time.perf_counter()
-    counted = count_words(corpus, list(specials), _words, throttle)
+    counted = count_words(corpus, list(specials), _words, throttle, split_first=True)
     seconds = {"count": time.perf_counter() - start}
     start = time.perf_counter()
     chars: Counter[str] = Counter()
@@ -67,7 +67,7 @@ def train_word_bpe(
             words.append([*ids, eow])
             freqs.append(n)
     lengths = [1] * len(tokens)
-    merger = PairMerger(words, freqs, lengths, likelihood=False,
+    merger = PairMerger(words, freqs, lengths, score="count",
                         check=lambda: throttle.check("index"))
     hf_vocab: dict[str, int] = {text: i for i, text in enumerate(specials)}
     for c in alphabet:

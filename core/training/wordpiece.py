@@ -3,9 +3,13 @@
 Text is normalized and split as BERT's uncased tokenizer does (HF ``BertNormalizer``:
 clean text, pad CJK characters, lowercase, strip accents; ``BertPreTokenizer``: whitespace
 and punctuation). A word's first character is a symbol ``c``, every later one ``##c``. Each
-round merges the adjacent pair ``(a, b)`` with the highest
-``count(ab) / (count(a) * count(b))`` (counts weighted by word frequency; ties: the pair seen
-first, as for word-level BPE); the new token is ``a`` followed by ``b`` without its ``##``.
+round merges the adjacent pair ``(a, b)`` that most raises the likelihood of the corpus under
+a unigram model of the symbols (``score="gain"``, the default: about
+``count(ab) * log(N * count(ab) / (count(a) * count(b)))``, exact formula in ``pair_merge``),
+or with the highest ``count(ab) / (count(a) * count(b))`` alone (``score="ratio"``, the
+textbook shortcut: it favours pairs of rare symbols and needs ~2x the tokens per byte of
+HF's trainer, see docs/training.md). Counts are weighted by word frequency; ties: the pair
+seen first, as for word-level BPE. The new token is ``a`` followed by ``b`` without ``##``.
 A merge that yields a token already in the vocabulary merges the symbols but adds no entry.
 
 Served by HF's WordPiece model (greedy longest match, ``##`` continuation, ``[UNK]`` for a word
@@ -31,6 +35,9 @@ from tokend.core.training.words import count_words
 
 PREFIX = "##"
 MAX_INPUT_CHARS_PER_WORD = 100
+# "gain" (the likelihood gain, default) or "ratio" (count(ab) / (count(a) count(b)) alone).
+SCORES = ("gain", "ratio")
+DEFAULT_SCORE = "gain"
 NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
               "strip_accents": None, "lowercase": True}
 
@@ -55,10 +62,12 @@ def train_wordpiece(
     *,
     unk_token: str,
     throttle: Throttle,
+    score: str = DEFAULT_SCORE,
 ) -> TrainedTokenizer:
     """Learn WordPiece merges by likelihood gain on the corpus' BERT-normalized words."""
     start = time.perf_counter()
-    counted = count_words(corpus, list(specials), _BertWords(), throttle)
+    counted = count_words(corpus, list(specials), _BertWords(), throttle,
+                          split_first=True)
     seconds = {"count": time.perf_counter() - start}
     start = time.perf_counter()
     symbols: Counter[str] = Counter()
@@ -80,7 +89,7 @@ def train_wordpiece(
             words.append(ids)
             freqs.append(n)
     lengths = [1] * len(tokens)
-    merger = PairMerger(words, freqs, lengths, likelihood=True,
+    merger = PairMerger(words, freqs, lengths, score=score,
                         check=lambda: throttle.check("index"))
     seconds["index"] = time.perf_counter() - start
     start = time.perf_counter()

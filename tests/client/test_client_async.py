@@ -109,6 +109,12 @@ class TestAsyncClient:
             assert (await client.get_train_job(handle.job_id)).state is JobState.SUCCEEDED
             assert handle.job_id in {j.job_id for j in await client.list_train_jobs()}
 
+            charjob = await client.train("asyncchar", corpus[:5000], vocab_size=60, model="char")
+            assert charjob.job.model == "char"
+            char_ref = await charjob.result(timeout=60)
+            assert (await client.decode(char_ref, (await client.encode(char_ref, "the cat")).ids)
+                    ).text == "the cat"
+
             doomed = await client.train("asynccancel", corpus * 20, vocab_size=20000)
             await doomed.cancel()
             with pytest.raises(TrainingCancelled):

@@ -235,6 +235,19 @@ class TestTraining:
         assert jobs[handle.job_id].published == published
         assert admin_client.get_train_job(handle.job_id).state is JobState.SUCCEEDED
 
+    def test_train_model_kind(self, admin_client: Client, fixtures_dir: Path) -> None:
+        """model= reaches the server: a WordPiece job publishes a version served with ##."""
+        corpus = fixtures_dir / "corpora" / "corpus.en"
+        handle = admin_client.train("clientwp", corpus.read_bytes()[:30_000], vocab_size=400,
+                                    model="wordpiece")
+        assert handle.job.model == "wordpiece"
+        published = handle.result(timeout=60)
+        ids = admin_client.encode(published, "tokenization").ids
+        assert admin_client.get_train_job(handle.job_id).model == "wordpiece"
+        assert admin_client.decode(published, ids).text == "tokenization"
+        with pytest.raises(core.InvalidInput, match="model 'bogus'"):
+            admin_client.train("x", "text", vocab_size=300, model="bogus")
+
     def test_train_from_server_side_file(
         self, admin_client: Client, tokend_service: object
     ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import tiktoken
 from node_client import run_node
 
-from tokend.client import ChatMessage
+from tokend.client import ChatMessage, Client
 
 
 class TestNodeClient:
@@ -42,3 +42,26 @@ class TestNodeClient:
         assert status == 1
         assert out["error"]["code"] == 5
         assert "nope" in out["error"]["details"]
+
+
+class TestNodeTraining:
+    def test_train_word_bpe_then_encode(self, tokend_service: Any, fixtures_dir: Any) -> None:
+        """train() streams a corpus with model "word-bpe"; the job is awaited and its
+        published version encodes as the Python client sees it."""
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_text(encoding="utf-8")[:20_000]
+        payload = {
+            "tokenizer": "",
+            "texts": ["the lowest newest widest"],
+            "train": {"name": "nodewbpe", "vocab_size": 300, "model": "word-bpe",
+                      "corpus": corpus},
+        }
+        status, out, err = run_node(tokend_service.target, payload,
+                                    token=tokend_service.admin_token)
+        assert status == 0, err
+        job = out["train"]
+        assert job["state"] == "TRAIN_JOB_STATE_SUCCEEDED", job["error"]
+        assert job["config"]["model"] == "word-bpe"
+        assert out["tokenizer"] == job["published"]
+        with Client(tokend_service.target) as client:
+            assert out["ids"] == [client.encode(job["published"], payload["texts"][0]).ids]
+        assert out["decoded"] == payload["texts"]

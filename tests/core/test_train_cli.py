@@ -11,6 +11,7 @@ from tokend.cli import main
 from tokend.core.formats import load_tiktoken_bpe
 from tokend.core.registry import Registry
 from tokend.core.train import train_bpe
+from tokend.core.training import train_tokenizer
 
 
 class TestTrainCommand:
@@ -95,3 +96,38 @@ class TestTrainCommand:
             == 1
         )
         assert "Bad Name" in capsys.readouterr().err
+
+
+class TestTrainModelKinds:
+    @pytest.mark.parametrize("kind", ["char", "word-bpe", "wordpiece"])
+    def test_model_out_and_publish(
+        self, kind: str, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--model: --out writes the kind's tokenizer.json; --registry publishes that file."""
+        corpus = fixtures_dir / "corpora" / "tinystories_sample.txt"
+        registry = tmp_path / "registry"
+        status = main(["train", str(corpus), "--model", kind, "--vocab-size", "200",
+                       "--special", "<|endoftext|>", "--name", "tiny", "--out",
+                       str(tmp_path / "out"), "--registry", str(registry), "--json",
+                       "--quiet"])
+        assert status == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["model"] == kind and out["published"] == "tiny@1"
+        expected = train_tokenizer(corpus, 200, ["<|endoftext|>"], model=kind)
+        written = json.loads((tmp_path / "out" / "tiny.tokenizer.json").read_text("utf-8"))
+        assert written == expected.tokenizer_json  # type: ignore[union-attr]
+        reg = Registry(registry)
+        assert reg.manifest("tiny@1")["training"]["model"] == kind
+        _, tok = reg.load("tiny@1")
+        enc = expected.to_encoding("tiny")
+        text = "Once upon a time, a tiny robot <|endoftext|> said hi."
+        assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+
+    def test_unknown_model_is_refused_by_argparse(
+        self, fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        corpus = fixtures_dir / "corpora" / "german.txt"
+        with pytest.raises(SystemExit):
+            main(["train", str(corpus), "--model", "bogus", "--vocab-size", "300",
+                  "--name", "x"])
+        assert "wordpiece" in capsys.readouterr().err

@@ -17,13 +17,16 @@ NODE_DIR = ROOT / "client" / "node"
 HINT = "run `bash scripts/setup-test-tools.sh` (needs Node.js >= 18 and npm)"
 
 
-def run_node(target: str, payload: dict[str, object]) -> tuple[int, dict[str, Any], str]:
-    """(exit status, the JSON it printed, stderr)."""
+def run_node(
+    target: str, payload: dict[str, object], *, token: str | None = None
+) -> tuple[int, dict[str, Any], str]:
+    """(exit status, the JSON it printed, stderr); ``token``: the admin token, if any."""
     node = shutil.which("node")
     assert node is not None, f"node is not on PATH: {HINT}"
     assert (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir(), f"npm packages: {HINT}"
     result = subprocess.run(
-        [node, str(NODE_DIR / "cli.js"), "--target", target],
+        [node, str(NODE_DIR / "cli.js"), "--target", target,
+         *(["--token", token] if token else [])],
         input=json.dumps(payload),
         capture_output=True,
         text=True,

@@ -384,6 +384,7 @@ def run_remote_train(
     corpus_path: str = "",
     special_tokens: Sequence[str] = (),
     pattern: str = "",
+    model: str = "",
     detach: bool = False,
 ) -> int:
     """Start a training job on the server and follow it with a progress bar on stderr.
@@ -400,6 +401,7 @@ def run_remote_train(
             special_tokens=special_tokens,
             pattern=pattern,
             corpus_path=corpus_path,
+            model=model,
         )
         if detach:
             _emit_job(args, handle.job)

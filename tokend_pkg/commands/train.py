@@ -1,8 +1,9 @@
-"""``tokend train``: train a byte-level BPE tokenizer locally and publish it, or on a server.
+"""``tokend train``: train a tokenizer (``--model`` kind) locally and publish it, or on a server.
 
 Locally: counts and merges in this machine's processes with a progress bar on stderr, then
 publishes a new version into the registry (``--registry``, env ``TOKEND_REGISTRY``, or the user
-data dir) — or, with ``--out DIR``, writes ``<name>.tiktoken`` and a ``<name>.json`` manifest.
+data dir) — or, with ``--out DIR``, writes ``<name>.tiktoken`` and a ``<name>.json`` manifest
+(byte-bpe) or ``<name>.tokenizer.json`` (the other kinds).
 With ``--target HOST:PORT`` the corpus is streamed to a tokend server, which trains and publishes.
 """
 
@@ -22,32 +23,40 @@ from tokend.core.errors import Cancelled, TokendError
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
-from tokend.core.train import TrainResult, train_bpe
+from tokend.core.train import TrainResult, TrainStats
+from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
+from tokend.core.training.kinds import DEFAULT_MODEL
 
 DESCRIPTION = """\
-Train a byte-level BPE tokenizer on UTF-8 text files.
+Train a tokenizer on UTF-8 text files: byte-level BPE (the default), char, word-bpe, wordpiece
+or unigram (--model).
 
 Locally (the default) it publishes a new version into the registry, or with --out DIR writes
-<name>.tiktoken + <name>.json. With --target HOST:PORT a tokend server trains and publishes.
+<name>.tiktoken + <name>.json (byte-bpe) or <name>.tokenizer.json (the other kinds). With
+--target HOST:PORT a tokend server trains and publishes.
 
 example: tokend train corpus.txt --vocab-size 32000 --special '<|endoftext|>' --name mytok
+example: tokend train corpus.txt --model wordpiece --vocab-size 8000 --special '[CLS]' --name bert
 """
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train a byte-level BPE tokenizer and publish it",
+        help="train a tokenizer (byte-bpe, char, word-bpe, wordpiece, unigram) and publish it",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("corpus", nargs="+", type=Path, metavar="CORPUS", help="UTF-8 text files")
     parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
-                        help="256 bytes + merges + special tokens")
+                        help="every id (byte-bpe: 256 bytes + merges + special tokens)")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN",
                         help="a special token (repeatable), e.g. --special '<|endoftext|>'")
+    parser.add_argument("--model", default=DEFAULT_MODEL, choices=MODEL_KINDS,
+                        help=f"the tokenizer kind (default {DEFAULT_MODEL})")
     parser.add_argument("--pattern", default=DEFAULT_TRAIN_PATTERN, metavar="NAME|REGEX",
-                        help=f"gpt2, cl100k, o200k or a regex (default {DEFAULT_TRAIN_PATTERN})")
+                        help=f"byte-bpe: gpt2, cl100k, o200k or a regex "
+                        f"(default {DEFAULT_TRAIN_PATTERN})")
     parser.add_argument("--name", required=True, help="tokenizer name in the registry")
     parser.add_argument("--registry", type=Path, metavar="DIR",
                         help="registry folder (env TOKEND_REGISTRY, default: user data dir)")
@@ -78,16 +87,18 @@ def run(args: argparse.Namespace) -> int:
             corpus=args.corpus[0],
             special_tokens=args.special,
             pattern=args.pattern,
+            model=args.model,
             detach=args.detach,
         )
     try:
         check_name(args.name)
         bar = None if args.quiet else ProgressBar(sys.stderr)
         try:
-            result = train_bpe(
+            result = train_tokenizer(
                 args.corpus,
                 args.vocab_size,
                 args.special,
+                model=args.model,
                 pattern=args.pattern,
                 workers=args.workers,
                 progress=bar.update if bar else None,
@@ -97,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
                 bar.close()
         corpus_info = _corpus_info(args.corpus)
         training = _training_info(result)
-        output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges)}
+        output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges),
+                                  "model": result.model}
         if args.out is not None:
             output["files"] = _write_out(args.out, args.name, result, training, corpus_info)
         if args.out is None or args.registry is not None:
@@ -112,11 +124,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(output, indent=2, sort_keys=True))
     else:
         stats = result.stats
-        note = " (ran out of pairs: stopped early)" if stats.stopped_early else ""
+        note = " (ran out of material: stopped early)" if stats.stopped_early else ""
+        distinct = (stats.distinct_pretokens if isinstance(stats, TrainStats)
+                    else stats.distinct_words)
         print(
-            f"trained {len(result.vocab)} tokens ({len(result.merges)} merges{note}) from "
-            f"{stats.bytes_read:,} bytes, {stats.distinct_pretokens:,} distinct pretokens "
-            f"in {stats.seconds['total']:.2f}s",
+            f"trained {result.model} {len(result.vocab)} tokens ({len(result.merges)} "
+            f"merges{note}) from {stats.bytes_read:,} bytes, {distinct:,} distinct "
+            f"words in {stats.seconds['total']:.2f}s",
             file=sys.stderr,
         )
         for path in output.get("files", []):
@@ -145,23 +159,30 @@ def _corpus_info(paths: list[Path]) -> dict[str, object]:
     return {"sha256": digest.hexdigest(), "bytes": total, "files": [p.name for p in paths]}
 
 
-def _training_info(result: TrainResult) -> dict[str, object]:
-    return {
+def _training_info(result: TrainResult | TrainedTokenizer) -> dict[str, object]:
+    info: dict[str, object] = {
+        "model": result.model,
         "vocab_size": result.vocab_size,
         "special_tokens": list(result.special_tokens),
-        "pattern_name": result.pattern_name,
         "stats": result.stats.to_dict(),
     }
+    if isinstance(result, TrainResult):
+        info["pattern_name"] = result.pattern_name
+    return info
 
 
 def _write_out(
     out: Path,
     name: str,
-    result: TrainResult,
+    result: TrainResult | TrainedTokenizer,
     training: dict[str, object],
     corpus: dict[str, object],
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
+    if isinstance(result, TrainedTokenizer):
+        path = out / f"{name}.tokenizer.json"
+        result.save_tokenizer_json(path)
+        return [str(path)]
     ranks_path = out / f"{name}.tiktoken"
     sha = dump_tiktoken_bpe(result.mergeable_ranks(), ranks_path)
     manifest = {
@@ -181,14 +202,20 @@ def _write_out(
 
 def _publish(
     args: argparse.Namespace,
-    result: TrainResult,
+    result: TrainResult | TrainedTokenizer,
     training: dict[str, object],
     corpus: dict[str, object],
 ) -> str:
     from tokend.commands.registry import registry_root  # noqa: PLC0415 (only when publishing)
     from tokend.core.registry import Registry  # noqa: PLC0415
 
-    info = Registry(registry_root(args.registry)).publish(
+    registry = Registry(registry_root(args.registry))
+    if isinstance(result, TrainedTokenizer):
+        return registry.publish_file(
+            args.name, fmt="hf-json", data=result.tokenizer_json_bytes(),
+            training={**training, "corpus": corpus},
+        ).ref
+    info = registry.publish(
         args.name,
         ranks=result.mergeable_ranks(),
         pat_str=result.pattern,
@@ -214,7 +241,8 @@ class ProgressBar(LineProgress):
                 self.out.write("\n")
             self.phase, self.phase_start = phase, now
         elapsed = now - self.phase_start
-        unit = {"count": "B", "index": "words", "merge": "merges"}.get(phase, "")
+        unit = {"count": "B", "index": "words", "merge": "merges", "select": "chars"}.get(
+            phase, "")
         rate = done / elapsed if elapsed > 0 else 0.0
         if total:
             bar = "[" + self.bar(done / total) + "] "

@@ -1146,14 +1146,19 @@ class TrainConfig(_message.Message):
     SPECIAL_TOKENS_FIELD_NUMBER: _builtins.int
     PATTERN_FIELD_NUMBER: _builtins.int
     CORPUS_PATH_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Registry name to publish the result under (a new version of it)."""
     vocab_size: _builtins.int
-    """256 byte tokens + merges + special tokens."""
+    """Every id: for byte-bpe 256 byte tokens + merges + special tokens."""
     pattern: _builtins.str
     """"o200k" (the default, also when empty), "cl100k", "gpt2", or a custom regular expression."""
     corpus_path: _builtins.str
     """A corpus file relative to the server's --train-dir; empty when the corpus is streamed."""
+    model: _builtins.str
+    """The tokenizer kind: "byte-bpe" (the default, also when empty), "char", "word-bpe",
+    "wordpiece" or "unigram". vocab_size counts every id; pattern applies to byte-bpe only.
+    """
     @_builtins.property
     def special_tokens(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -1164,10 +1169,11 @@ class TrainConfig(_message.Message):
         special_tokens: _abc.Iterable[_builtins.str] | None = ...,
         pattern: _builtins.str = ...,
         corpus_path: _builtins.str = ...,
+        model: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["corpus_path", b"corpus_path", "name", b"name", "pattern", b"pattern", "special_tokens", b"special_tokens", "vocab_size", b"vocab_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corpus_path", b"corpus_path", "model", b"model", "name", b"name", "pattern", b"pattern", "special_tokens", b"special_tokens", "vocab_size", b"vocab_size"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -96,10 +96,20 @@ class TestKinds:
         enc = result.to_encoding("c")
         assert enc.encode("abcd") == [1, 2, 0, 0]
 
-    def test_wordpiece_prefers_likelihood_over_count(self) -> None:
-        """A rare pair of rare symbols beats a frequent pair of frequent ones (BERT's score)."""
-        result = train_tokenizer(iter(["ab ab ab ab xy"]), 9, model="wordpiece")
+    def test_wordpiece_ratio_prefers_rare_pairs(self) -> None:
+        """score "ratio": a rare pair of rare symbols beats a frequent pair of frequent ones."""
+        result = train_tokenizer(iter(["ab ab ab ab ac xy"]), 9, model="wordpiece",
+                                 wordpiece_score="ratio")
         assert result.merges[0] == ("x", "##y")
+
+    def test_wordpiece_gain_weighs_frequency(self) -> None:
+        """score "gain" (the default): the frequent pair's likelihood gain is larger."""
+        result = train_tokenizer(iter(["ab ab ab ab ac xy"]), 9, model="wordpiece")
+        assert result.merges[0] == ("a", "##b")
+
+    def test_wordpiece_score_is_checked(self) -> None:
+        with pytest.raises(InvalidInput, match="wordpiece_score 'pmi'"):
+            train_tokenizer(iter(["x"]), 30, model="wordpiece", wordpiece_score="pmi")
 
     def test_unknown_model_is_refused(self) -> None:
         with pytest.raises(InvalidInput, match="model 'bogus' is not a tokenizer kind"):

@@ -8,8 +8,10 @@ is the same loop with BERT's likelihood score. Hypothesis draws small word-count
 from __future__ import annotations
 
 import collections
+import math
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,8 +49,19 @@ def paper_bpe(vocab: dict[str, int], n: int) -> list[tuple[str, str]]:
     return merges
 
 
-def naive_wordpiece(words: dict[str, int], n: int) -> list[tuple[str, str]]:
-    """Recount pairs and symbols every round; merge the best count(ab) / (count(a) count(b))."""
+def xlogx(x: int) -> float:
+    return x * math.log(x) if x > 0 else 0.0
+
+
+def gain(c: int, na: int, nb: int, n: int, same: bool) -> float:
+    """Log-likelihood change of a unigram model when c pairs (a, b) merge (pair_merge's)."""
+    change = (xlogx(na - 2 * c) - xlogx(na) if same
+              else xlogx(na - c) - xlogx(na) + xlogx(nb - c) - xlogx(nb))
+    return xlogx(c) + change - (xlogx(n - c) - xlogx(n))
+
+
+def naive_wordpiece(words: dict[str, int], n: int, score: str) -> list[tuple[str, str]]:
+    """Recount pairs and symbols every round; merge the best-scoring pair (first seen wins)."""
     split = {w: [c if i == 0 else "##" + c for i, c in enumerate(w)] for w in words}
     merges = []
     for _ in range(n):
@@ -62,7 +75,12 @@ def naive_wordpiece(words: dict[str, int], n: int) -> list[tuple[str, str]]:
                     pairs[sym, s[i + 1]] = pairs.get((sym, s[i + 1]), 0) + f
         if not pairs:
             break
-        best = max(pairs, key=lambda p: pairs[p] / (symbols[p[0]] * symbols[p[1]]))
+        total = sum(symbols.values())
+        if score == "ratio":
+            best = max(pairs, key=lambda p: pairs[p] / (symbols[p[0]] * symbols[p[1]]))
+        else:
+            best = max(pairs, key=lambda p: gain(pairs[p], symbols[p[0]], symbols[p[1]], total,
+                                                 p[0] == p[1]))
         merged = best[0] + best[1][2:]
         merges.append(best)
         for w in words:
@@ -109,9 +127,13 @@ class TestAgainstReference:
         result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="word-bpe")
         assert result.merges == expected
 
+    @pytest.mark.parametrize("score", ["gain", "ratio"])
     @settings(max_examples=60, deadline=None)
-    @given(word_counts)
-    def test_wordpiece_merges_equal_the_naive_loop(self, words: dict[str, int]) -> None:
-        """Incremental likelihood scores pick the same pairs as recounting every round."""
-        result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="wordpiece")
-        assert result.merges == naive_wordpiece(words, 400)
+    @given(words=word_counts)
+    def test_wordpiece_merges_equal_the_naive_loop(
+        self, score: str, words: dict[str, int]
+    ) -> None:
+        """Incremental scores pick the same pairs, in order, as recounting every round."""
+        result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="wordpiece",
+                                 wordpiece_score=score)
+        assert result.merges == naive_wordpiece(words, 400, score)
