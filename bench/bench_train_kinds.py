@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
@@ -74,17 +77,28 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'corpus':<16} {'vocab':>6} {'trainer':<16} {'tok/byte':>8} {'vs HF':>6} "
           f"{'wall s':>7} {'cpu s':>7} {'wall x':>6} {'cpu x':>6}")
+    tmp = tempfile.mkdtemp()  # the training split as a file: tokend streams it from disk
+    try:
+        run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, tmp: str) -> None:
     for name in args.corpus:
         train, held = split(read_corpus(name))
         held_bytes = len(held.encode("utf-8"))
+        train_path = str(Path(tmp) / f"{name}.train")
+        Path(train_path).write_text(train, encoding="utf-8")
         for vocab in args.vocab:
-            hf, hf_wall, hf_cpu = best_of(args.repeat, lambda: hf_wordpiece(train, vocab))
+            hf, hf_wall, hf_cpu = best_of(args.repeat, partial(hf_wordpiece, train, vocab))
             assert isinstance(hf, Tokenizer)
             hf_tpb = len(hf.encode(held).ids) / held_bytes
             rows = [("HF WordPieceTrainer", hf_tpb, hf_wall, hf_cpu)]
             for score in ("gain", "ratio"):
-                ours, wall, cpu = best_of(args.repeat, lambda s=score: train_tokenizer(
-                    iter([train]), vocab, model="wordpiece", wordpiece_score=s))
+                ours, wall, cpu = best_of(args.repeat, partial(
+                    train_tokenizer, [train_path], vocab, model="wordpiece",
+                    wordpiece_score=score))
                 assert isinstance(ours, TrainedTokenizer)
                 tpb = len(ours.to_encoding("bench").encode(held)) / held_bytes
                 rows.append((f"tokend {score}", tpb, wall, cpu))

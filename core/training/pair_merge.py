@@ -37,8 +37,13 @@ Position = tuple[int, int]  # (word index, char offset of the pair's left symbol
 _FAR: Position = (1 << 62, 0)
 
 
-def _xlogx(x: int) -> float:
-    return x * math.log(x) if x > 0 else 0.0
+class _XLogX(dict[int, float]):
+    """x -> x log x (0 for x <= 0), memoized: the same few counts recur all through training."""
+
+    def __missing__(self, x: int) -> float:
+        value = x * math.log(x) if x > 0 else 0.0
+        self[x] = value
+        return value
 
 
 class PairMerger:
@@ -65,6 +70,7 @@ class PairMerger:
         self._lengths = lengths
         self._likelihood = score != "count"  # scores depend on the symbols' counts too
         self._gain = score == "gain"
+        self._xlogx = _XLogX().__getitem__
         self._check = check
         pair_counts: dict[Pair, int] = {}
         first: dict[Pair, Position] = {}
@@ -109,11 +115,12 @@ class PairMerger:
             return count / (counts[p[0]] * counts[p[1]])
         a, b = p
         na, nb, n = counts[a], counts[b], self._total
+        xl = self._xlogx
         if a == b:
-            change = _xlogx(na - 2 * count) - _xlogx(na)
+            change = xl(na - 2 * count) - xl(na)
         else:
-            change = _xlogx(na - count) - _xlogx(na) + _xlogx(nb - count) - _xlogx(nb)
-        return _xlogx(count) + change - (_xlogx(n - count) - _xlogx(n))
+            change = xl(na - count) - xl(na) + xl(nb - count) - xl(nb)
+        return xl(count) + change - (xl(n - count) - xl(n))
 
     def _find_first(self, p: Pair) -> Position:
         """The pair's true first occurrence, by scanning the words that held it."""

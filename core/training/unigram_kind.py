@@ -51,7 +51,7 @@ def train_unigram_kind(
     seconds = {"count": time.perf_counter() - start}
     start = time.perf_counter()
     result = module.train_unigram(
-        counted.counts, vocab_size, list(specials),
+        counted.counts, vocab_size, list(specials), unk_token=unk_token,
         progress=throttle.report, should_stop=throttle.stopped,
     )
     throttle.check("train")
