@@ -16,12 +16,14 @@ Ties go to the pair *seen first*: the one whose first occurrence comes first in 
 order (the order words first appear in the corpus), then by position inside the word. That
 is what the paper's reference code does (``max`` over a dict filled in that order).
 
-The heap holds ``(-score, word index, char offset, left, right)`` entries that may be stale:
-a popped entry is checked against the true score and a still-existing occurrence, and pushed
-again with the true values when it is not. Scores that grow are pushed when they change
-(counts that grow, new earlier occurrences and, for ``ratio`` and ``gain``, every pair of a
-symbol whose count shrank); scores that shrink (``gain`` shrinks for every pair as N
-falls) are fixed when they reach the top.
+The heap holds ``(-score, word index, char offset, left, right, exact)`` entries that may
+be stale: a popped entry is checked against the true score and a still-existing occurrence,
+and pushed again with the true values when it is not. Scores that grow are pushed when they
+change (counts that grow, new earlier occurrences and, for ``ratio`` and ``gain``, every
+tracked pair of a symbol whose count shrank); scores that shrink (``gain`` shrinks for every
+pair as N falls) are fixed when they reach the top. Under ``gain`` a pair whose lasting upper
+bound is below the best score so far is *parked* (``exact`` 0): it keeps one bound entry and
+is not re-scored until that entry reaches the top — most pairs, most of the time.
 """
 
 from __future__ import annotations
@@ -95,16 +97,17 @@ class PairMerger:
         self._first = first  # a lower bound of each pair's first occurrence (fixed on pop)
         self._where = where
         self._symbol_counts = symbol_counts
-        # symbol -> pairs it takes part in (WordPiece re-scores these when its count drops)
-        self._pairs_of: defaultdict[int, set[Pair]] = defaultdict(set)
         self._total = sum(symbol_counts.values())
-        if self._likelihood:
-            for a, b in pair_counts:
-                self._pairs_of[a].add((a, b))
-                self._pairs_of[b].add((a, b))
-        self._heap = [
-            (-self._score(p, c), *first[p], *p) for p, c in pair_counts.items()
-        ]
+        # ratio / gain: pairs whose heap entry is their exact score, and per symbol the
+        # tracked pairs holding it (re-scored when its count drops). A gain pair whose lasting
+        # upper bound is below the best score so far is *parked* instead: one bound entry,
+        # no re-scoring, exact again once that bound reaches the top of the heap.
+        self._tracked: set[Pair] = set()
+        self._pairs_of: defaultdict[int, set[Pair]] = defaultdict(set)
+        self._threshold = -math.inf
+        if self._gain and pair_counts:
+            self._threshold = max(self._score(p, c) for p, c in pair_counts.items())
+        self._heap = [self._entry(p, c) for p, c in pair_counts.items()]
         heapify(self._heap)
 
     def _score(self, p: Pair, count: int) -> float:
@@ -121,6 +124,44 @@ class PairMerger:
         else:
             change = xl(na - count) - xl(na) + xl(nb - count) - xl(nb)
         return xl(count) + change - (xl(n - count) - xl(n))
+
+    def _bound(self, p: Pair, count: int) -> float:
+        """An upper bound of the pair's gain for the rest of training (gain only).
+
+        Each ``xl(x - c) - xl(x)`` term is at most ``-xl(c)`` (x >= c; for a == b at most
+        ``-xl(c)`` in all), and the N term falls with N exactly as the gain's does; the margin
+        covers rounding.
+        """
+        xl = self._xlogx
+        n = self._total
+        bound = xl(n) - xl(n - count)
+        if p[0] != p[1]:
+            bound -= xl(count)
+        return bound + abs(bound) * 1e-9 + 1e-9
+
+    def _entry(self, p: Pair, count: int) -> tuple[float, int, int, int, int, int]:
+        """The heap entry for ``p``: its exact score (tracked), or a parked pair's bound."""
+        pos = self._first.get(p, _FAR)
+        if self._gain:
+            bound = self._bound(p, count)
+            if bound < self._threshold:
+                self._untrack(p)
+                return (-bound, *pos, *p, 0)
+        if self._likelihood:
+            self._track(p)
+        return (-self._score(p, count), *pos, *p, 1)
+
+    def _track(self, p: Pair) -> None:
+        if p not in self._tracked:
+            self._tracked.add(p)
+            self._pairs_of[p[0]].add(p)
+            self._pairs_of[p[1]].add(p)
+
+    def _untrack(self, p: Pair) -> None:
+        if p in self._tracked:
+            self._tracked.discard(p)
+            self._pairs_of[p[0]].discard(p)
+            self._pairs_of[p[1]].discard(p)
 
     def _find_first(self, p: Pair) -> Position:
         """The pair's true first occurrence, by scanning the words that held it."""
@@ -152,21 +193,32 @@ class PairMerger:
         heap = self._heap
         pair_counts = self._pair_counts
         while heap:
-            neg, wi, off, a, b = heappop(heap)
+            neg, wi, off, a, b, exact = heappop(heap)
             p = (a, b)
             count = pair_counts.get(p, 0)
             if count <= 0:
                 continue
-            score = self._score(p, count)
             pos = (wi, off)
+            if not exact:  # a parked pair's bound reached the top: score it exactly now
+                if not self._occurs_at(p, pos):
+                    pos = self._find_first(p)
+                    self._first[p] = pos
+                self._track(p)
+                heappush(heap, (-self._score(p, count), *pos, a, b, 1))
+                continue
+            if self._likelihood and p not in self._tracked:
+                continue  # an old exact entry of a parked pair: its bound stands for it
+            score = self._score(p, count)
             if -neg == score and self._occurs_at(p, pos):
+                self._threshold = score
+                self._untrack(p)
                 return p
             # subtle: a stale entry (score or position moved); push its true values once
             # more. Other entries of the same pair may remain and are dropped the same way.
             if not self._occurs_at(p, pos):
                 pos = self._find_first(p)
                 self._first[p] = pos
-            heappush(heap, (-score, *pos, a, b))
+            heappush(heap, (-score, *pos, a, b, 1))
         return None
 
     def merge(self, a: int, b: int, new: int) -> None:
@@ -228,8 +280,6 @@ class PairMerger:
             counts[b] -= merged_sites
             counts[new] += merged_sites
             self._total -= merged_sites
-            self._pairs_of[a].discard((a, b))
-            self._pairs_of[b].discard((a, b))
         touched: set[Pair] = set()
         for p, d in delta.items():
             if p == (a, b):
@@ -239,13 +289,8 @@ class PairMerger:
                 pair_counts[p] = count
             else:
                 pair_counts.pop(p, None)
-                if self._likelihood:
-                    self._pairs_of[p[0]].discard(p)
-                    self._pairs_of[p[1]].discard(p)
+                self._untrack(p)
                 continue
-            if self._likelihood:
-                self._pairs_of[p[0]].add(p)
-                self._pairs_of[p[1]].add(p)
             pos = created.get(p)
             known = self._first.get(p, _FAR)
             if pos is not None and pos < known:
@@ -253,11 +298,10 @@ class PairMerger:
                 touched.add(p)
             elif d > 0:
                 touched.add(p)
-        if self._likelihood:  # every pair with a or b now scores higher: re-push them all
+        if self._likelihood:  # every tracked pair with a or b now scores higher: re-push
             touched |= self._pairs_of[a] | self._pairs_of[b] | self._pairs_of[new]
         heap = self._heap
         for p in touched:
             count = pair_counts.get(p, 0)
             if count > 0:
-                heappush(heap, (-self._score(p, count), *self._first.get(p, _FAR), *p))
-
+                heappush(heap, self._entry(p, count))

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.training import train_tokenizer
+from tokend.core.training.wordpiece import _BertWords
 
 
 def paper_bpe(vocab: dict[str, int], n: int) -> list[tuple[str, str]]:
@@ -119,7 +122,7 @@ class TestWorkedExample:
 
 
 class TestAgainstReference:
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=int(os.environ.get("TOKEND_REF_EXAMPLES", "60")), deadline=None)
     @given(word_counts)
     def test_word_bpe_merges_equal_the_papers(self, words: dict[str, int]) -> None:
         """Every merge, in order, as the paper's code learns it (ties: first seen)."""
@@ -128,7 +131,7 @@ class TestAgainstReference:
         assert result.merges == expected
 
     @pytest.mark.parametrize("score", ["gain", "ratio"])
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=int(os.environ.get("TOKEND_REF_EXAMPLES", "60")), deadline=None)
     @given(words=word_counts)
     def test_wordpiece_merges_equal_the_naive_loop(
         self, score: str, words: dict[str, int]
@@ -137,3 +140,18 @@ class TestAgainstReference:
         result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="wordpiece",
                                  wordpiece_score=score)
         assert result.merges == naive_wordpiece(words, 400, score)
+
+
+class TestRealText:
+    @pytest.mark.parametrize("score", ["gain", "ratio"])
+    def test_wordpiece_on_real_words(self, score: str) -> None:
+        """A real word distribution (most pairs parked under "gain"): 200 merges as naive."""
+        path = Path(__file__).resolve().parents[2] / "fixtures" / "corpora" / "corpus.en"
+        text = "\n".join(path.read_text(encoding="utf-8").splitlines()[:200])
+        words: dict[str, int] = {}
+        for word in _BertWords()(text):
+            words[word] = words.get(word, 0) + 1
+        alphabet = {c if i == 0 else "##" + c for w in words for i, c in enumerate(w)}
+        result = train_tokenizer(iter([text]), 1 + len(alphabet) + 200, model="wordpiece",
+                                 wordpiece_score=score)
+        assert result.merges == naive_wordpiece(words, 200, score)
