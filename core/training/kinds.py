@@ -6,12 +6,8 @@ Kinds (``model=``): ``byte-bpe`` (GPT-2 style, ``train_bpe``: the default), ``ch
 progress, honours ``should_stop``, and exports a tokenizer.json HF ``tokenizers`` loads with
 the ids tokend serves.
 
-Interface for the Unigram module (its own helper writes it): ``train_unigram(counts,
-vocab_size, special_tokens, *, progress=None, should_stop=None)`` where ``counts`` maps
-Metaspace words (``▁`` before each word, HF's ``Metaspace(prepend_scheme="always")``) to their
-counts in first-seen order and ``special_tokens`` starts with the unknown token; it returns an
-object with ``pieces`` (``list[tuple[str, float]]`` in id order, the special tokens among them)
-and ``unk_id``.
+The Unigram algorithm is ``tokend.core.training.unigram.train_unigram`` (its own docs in
+docs/training.md); ``unigram_kind`` feeds it Metaspace word counts and exports its result.
 """
 
 from __future__ import annotations

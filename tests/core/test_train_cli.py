@@ -99,7 +99,7 @@ class TestTrainCommand:
 
 
 class TestTrainModelKinds:
-    @pytest.mark.parametrize("kind", ["char", "word-bpe", "wordpiece"])
+    @pytest.mark.parametrize("kind", ["char", "word-bpe", "wordpiece", "unigram"])
     def test_model_out_and_publish(
         self, kind: str, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -17,7 +17,7 @@ from tokend.core.registry import Registry
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
-KINDS = ["char", "word-bpe", "wordpiece"]
+KINDS = ["char", "word-bpe", "wordpiece", "unigram"]
 STATES = pb.TrainJobState
 TEXTS = [
     "The quick brown fox jumps over the lazy dog. It's 3:45pm!",

@@ -20,7 +20,7 @@ from tokend.core.errors import Cancelled, InvalidInput
 from tokend.core.training import TrainedTokenizer, train_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "corpora"
-KINDS = ["char", "word-bpe", "wordpiece"]
+KINDS = ["char", "word-bpe", "wordpiece", "unigram"]
 SPECIALS = ["<|endoftext|>", "[MASK]"]
 EXTRA = "日本語のテキストと中文文本。 emoji 🎉👍🏽 café naïve Ωμέγα 12345 x²\n"
 
