@@ -128,7 +128,8 @@ def process_tree(root: int) -> dict[int, str]:
 
 def _role(cmdline: list[bytes]) -> str:
     text = b" ".join(cmdline)
-    if b"tokend.server.trainer" in text or b"trainer" in text:
+    # subtle: the module name, never the bare word: a checkout path may hold "trainer"
+    if b"tokend.server.trainer" in text:
         return "trainer"
     if b"multiprocessing.resource_tracker" in text:
         return "resource-tracker"
