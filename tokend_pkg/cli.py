@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from tokend import __version__
 
 # Command groups, each a module under tokend.commands with a ``register`` function.
-COMMAND_MODULES: tuple[str, ...] = ("serve", "remote", "train", "registry")
+COMMAND_MODULES: tuple[str, ...] = ("serve", "remote", "train", "registry", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,133 @@
+"""Tokens against vocabulary size: train one tokenizer per size and count a held-out text.
+
+The curve shows what a bigger vocabulary buys: the held-out text's token count falls fast at
+first and then flattens. Every training kind the trainer offers (``training_kinds``) can be
+drawn; byte-level BPE is trained once at the largest size and cut, because greedy BPE is
+prefix-consistent (the first ``k`` merges of a longer run are exactly the merges of a run
+stopped at ``k``), so the curve costs one training run instead of one per size.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tokend.core.encoding import Encoding
+from tokend.core.errors import InvalidInput
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
+from tokend.core.report.metrics import encode_text
+from tokend.core.tokenizer import Tokenizer
+from tokend.core.train import TrainResult, train_bpe
+
+CorpusPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+DEFAULT_SIZES = (300, 500, 1_000, 5_000, 10_000)
+BYTE_BPE = "byte-bpe"
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One trained size of one kind, measured on the held-out text."""
+
+    kind: str  # training kind, e.g. "byte-bpe"
+    vocab_size: int  # as requested
+    n_vocab: int  # as trained (smaller when the corpus ran out of pairs)
+    tokens: int  # tokens of the held-out text
+    bytes: int  # UTF-8 bytes of the held-out text
+    seconds: float  # wall seconds of training for this point (0 for a cut of a longer run)
+
+    @property
+    def bytes_per_token(self) -> float:
+        """UTF-8 bytes of the held-out text per token; 0 with no tokens."""
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready dict."""
+        return {
+            "kind": self.kind,
+            "vocab_size": self.vocab_size,
+            "n_vocab": self.n_vocab,
+            "tokens": self.tokens,
+            "bytes": self.bytes,
+            "bytes_per_token": self.bytes_per_token,
+            "seconds": self.seconds,
+        }
+
+
+def training_kinds() -> tuple[str, ...]:
+    """The training kinds a curve can be drawn for (the trainer's own list, so it grows)."""
+    return (BYTE_BPE,)
+
+
+def bpe_prefix_encoding(result: TrainResult, merges: int, name: str) -> Encoding:
+    """The encoding of ``result`` cut to its first ``merges`` merges (no special tokens).
+
+    >>> r = train_bpe(iter(["low lower lowest"]), 258)
+    >>> bpe_prefix_encoding(r, 1, "cut").n_vocab
+    257
+    """
+    last = 256 + merges
+    ranks: dict[bytes, int] = {}
+    special_ids = set(result.special_tokens.values())
+    for token_id in sorted(result.vocab):
+        if token_id < last and token_id not in special_ids:
+            ranks.setdefault(result.vocab[token_id], token_id)
+    return Encoding(name, pat_str=result.pattern, mergeable_ranks=ranks, special_tokens={})
+
+
+def _check_sizes(sizes: Sequence[int]) -> list[int]:
+    if not sizes:
+        raise InvalidInput("vocabulary sizes are empty: give at least one, e.g. 300,1000")
+    for size in sizes:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 257:
+            raise InvalidInput(
+                f"vocabulary size {size!r} is too small: byte-level kinds need at least 257 "
+                "(256 byte tokens + 1)"
+            )
+    return sorted(set(sizes))
+
+
+def vocab_curve(
+    corpus: CorpusPaths,
+    heldout: str,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    kinds: Sequence[str] | None = None,
+    pattern: str = DEFAULT_TRAIN_PATTERN,
+    workers: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> list[CurvePoint]:
+    """Train each kind at each size on ``corpus`` (files) and count ``heldout``'s tokens.
+
+    ``progress(kind, vocab_size)`` is called before each training run. Points come kind by
+    kind, sizes ascending.
+    """
+    wanted = _check_sizes(sizes)
+    available = training_kinds()
+    chosen = list(available) if kinds is None else list(dict.fromkeys(kinds))
+    for kind in chosen:
+        if kind not in available:
+            raise InvalidInput(
+                f"training kind {kind!r} is not known; known: {', '.join(available)}"
+            )
+    if not heldout.strip():
+        raise InvalidInput("the held-out text is empty: the curve counts its tokens")
+    n_bytes = len(heldout.encode("utf-8", "surrogatepass"))
+    points: list[CurvePoint] = []
+    for kind in chosen:
+        if kind == BYTE_BPE:
+            if progress is not None:
+                progress(kind, wanted[-1])
+            start = time.perf_counter()
+            result = train_bpe(corpus, wanted[-1], pattern=pattern, workers=workers)
+            seconds = time.perf_counter() - start
+            for size in wanted:
+                merges = min(size - 256, len(result.merges))
+                enc: Tokenizer = bpe_prefix_encoding(result, merges, f"{kind}-{size}")
+                points.append(CurvePoint(
+                    kind=kind, vocab_size=size, n_vocab=256 + merges,
+                    tokens=len(encode_text(enc, heldout)), bytes=n_bytes,
+                    seconds=seconds if size == wanted[-1] else 0.0,
+                ))
+    return points
