@@ -16,6 +16,9 @@ from tokend.client.results import (
     DecodeResult,
     EncodeResult,
     JobState,
+    ReportLanguage,
+    ReportResult,
+    ReportTokenizer,
     TextChunk,
     TokenDetail,
     TokenizerManifest,
@@ -462,4 +465,38 @@ def train_job(job: pb.TrainJob) -> TrainJob:
         finished_at=job.finished_at,
         corpus_bytes=job.corpus_bytes,
         model=job.config.model or "byte-bpe",
+    )
+
+
+# -- Report ------------------------------------------------------------------------------------
+
+
+def report_request(tokenizers: str | Sequence[str], texts: Sequence[str] | None,
+                   languages: bool) -> pb.ReportRequest:
+    names = [tokenizers] if isinstance(tokenizers, str) else list(tokenizers)
+    if isinstance(texts, str):
+        raise InvalidInput("texts must be a list of strings, not one string")
+    return pb.ReportRequest(tokenizers=names, texts=list(texts or ()),
+                            include_languages=languages)
+
+
+def report_result(response: pb.ReportResponse) -> ReportResult:
+    return ReportResult(
+        texts_source=response.texts_source,
+        tokenizers=[
+            ReportTokenizer(
+                tokenizer=t.tokenizer, n_vocab=t.n_vocab, texts=t.texts, bytes=t.bytes,
+                chars=t.chars, words=t.words, tokens=t.tokens, distinct_tokens=t.distinct_tokens,
+                bytes_per_token=t.bytes_per_token, chars_per_token=t.chars_per_token,
+                tokens_per_word=t.tokens_per_word, vocab_used=t.vocab_used,
+            )
+            for t in response.tokenizers
+        ],
+        languages=[
+            ReportLanguage(
+                tokenizer=row.tokenizer, language=row.language, name=row.name, bytes=row.bytes,
+                tokens=row.tokens, relative=row.relative, bytes_per_token=row.bytes_per_token,
+            )
+            for row in response.languages
+        ],
     )

@@ -35,6 +35,7 @@ from tokend.client.results import (
     CountResult,
     DecodeResult,
     EncodeResult,
+    ReportResult,
     TextChunk,
     TokenizerManifest,
     TokenizerSummary,
@@ -274,6 +275,20 @@ class AsyncClient:
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
         return pieces
+
+    async def report(
+        self,
+        tokenizers: str | Sequence[str],
+        texts: Sequence[str] | None = None,
+        *,
+        languages: bool = False,
+        timeout: float | None = None,
+    ) -> ReportResult:
+        """Compare ``tokenizers`` on ``texts`` (default: the server's parallel corpus, 20
+        languages): bytes, characters and words per token, vocabulary used; with
+        ``languages`` also each language's token cost relative to English."""
+        request = _convert.report_request(tokenizers, texts, languages)
+        return _convert.report_result(await self._call(self._stub.Report, request, timeout))
 
     # -- registry ----------------------------------------------------------------------------
 

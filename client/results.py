@@ -221,3 +221,43 @@ __all__ = [
     "TrainJob",
     "TrainSpec",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTokenizer:
+    """One tokenizer over the report's texts (words: whitespace-separated runs)."""
+
+    tokenizer: str  # the resolved reference
+    n_vocab: int
+    texts: int
+    bytes: int
+    chars: int
+    words: int
+    tokens: int
+    distinct_tokens: int
+    bytes_per_token: float
+    chars_per_token: float
+    tokens_per_word: float
+    vocab_used: float  # distinct_tokens / n_vocab
+
+
+@dataclass(frozen=True, slots=True)
+class ReportLanguage:
+    """One tokenizer on one language of the server's parallel corpus."""
+
+    tokenizer: str
+    language: str  # ISO 639-1 code, e.g. "de"
+    name: str  # English name, e.g. "German"
+    bytes: int
+    tokens: int
+    relative: float  # tokens / English tokens, same tokenizer (1.0 = parity)
+    bytes_per_token: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReportResult:
+    """A Report call's answer: per-tokenizer figures and, if asked, the language table."""
+
+    texts_source: str
+    tokenizers: list[ReportTokenizer]
+    languages: list[ReportLanguage]

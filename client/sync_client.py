@@ -25,6 +25,7 @@ from tokend.client.results import (
     CountResult,
     DecodeResult,
     EncodeResult,
+    ReportResult,
     TextChunk,
     TokenizerManifest,
     TokenizerSummary,
@@ -284,6 +285,20 @@ class Client:
                 yield from _convert.text_chunks_of(response)
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
+
+    def report(
+        self,
+        tokenizers: str | Sequence[str],
+        texts: Sequence[str] | None = None,
+        *,
+        languages: bool = False,
+        timeout: float | None = None,
+    ) -> ReportResult:
+        """Compare ``tokenizers`` on ``texts`` (default: the server's parallel corpus, 20
+        languages): bytes, characters and words per token, vocabulary used; with
+        ``languages`` also each language's token cost relative to English."""
+        request = _convert.report_request(tokenizers, texts, languages)
+        return _convert.report_result(self._call(self._stub.Report, request, timeout))
 
     # -- registry ----------------------------------------------------------------------------
 

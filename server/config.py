@@ -51,6 +51,7 @@ class ServerConfig:
     max_ids: int = 4 * MiB  # ids in one Decode request or one Encode response
     max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
     max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
+    max_report_tokenizers: int = 8  # tokenizers compared by one Report call
     # Cache budget per loaded encoding (built-ins included), in the Python engine's unit of
     # one chunk: the compiled engine holds cache_entries / 8 blocks in 64 bytes per unit
     # (16 MiB at the default); see tokend.core.engine.
@@ -86,6 +87,7 @@ class ServerConfig:
             "max_ids",
             "max_stream_bytes",
             "max_corpus_bytes",
+            "max_report_tokenizers",
             "cache_entries",
             "max_train_jobs",
             "max_vocab_size",
@@ -131,6 +133,8 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("max_ids", "TOKEND_MAX_IDS", int, "most ids in one Decode request or Encode response"),
     ("max_stream_bytes", "TOKEND_MAX_STREAM_BYTES", int, "most text in one EncodeStream"),
     ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
+    ("max_report_tokenizers", "TOKEND_MAX_REPORT_TOKENIZERS", int,
+     "most tokenizers one Report call compares"),
     ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "cache budget per encoding (chunks)"),
     ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
     ("tls_cert", "TOKEND_TLS_CERT", Path, "PEM server certificate (enables TLS)"),

@@ -39,6 +39,7 @@ from tokend.server import limits, metrics
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
 from tokend.server.jobs import JobStore
+from tokend.server.reporting import report_response
 from tokend.server.streaming import StreamEncoder
 from tokend.server.tokenizers import Served, Tokenizers
 from tokend.server.training import TrainingService
@@ -397,6 +398,9 @@ class TokenizerService(TrainingService):
                     out.versions.extend(info.versions)
                     out.aliases.update(info.aliases)
         return pb.GetTokenizerResponse(manifest=out)
+
+    def Report(self, request: pb.ReportRequest, context: grpc.ServicerContext) -> pb.ReportResponse:
+        return report_response(request, context, self.config, self.tokenizers.get)
 
 
 def field_error(exc: TokendError, field: str) -> TokendError:

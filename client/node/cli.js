@@ -9,13 +9,14 @@
 //                        count?: {model?, tools?, tool_choice?, max_tokens?},
 //                        truncate?: {text, max_tokens, keep?, marker?},
 //                        chunk?: {text, max_tokens, overlap?},
-//                        train?: {name, vocab_size, model?, special_tokens?, corpus} }.
+//                        train?: {name, vocab_size, model?, special_tokens?, corpus},
+//                        report?: {tokenizers: [string], texts?: [string], languages?} }.
 // With train, the job runs first (needs --token when the server sets one) and is awaited;
 // an empty tokenizer then means the version it published.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
 //                          decoded: [string], count?: CountTokensResponse,
 //                          truncate?: TruncateResponse, chunks?: [TextChunk],
-//                          train?: TrainJob }.
+//                          train?: TrainJob, report?: ReportResponse }.
 // On an RPC error: exit status 1 and { error: { code, details } } on stdout.
 
 const { TokendClient } = require('./index');
@@ -98,6 +99,10 @@ async function main() {
     if (input.chunk) {
       const c = input.chunk;
       output.chunks = await client.chunk(input.tokenizer, c.text, c.max_tokens, { overlap: c.overlap });
+    }
+    if (input.report) {
+      const r = input.report;
+      output.report = await client.report(r.tokenizers, { texts: r.texts, languages: r.languages });
     }
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;

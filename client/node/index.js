@@ -123,6 +123,19 @@ class TokendClient {
     });
   }
 
+  // Compare tokenizers on texts (default: the server's parallel corpus, 20 languages).
+  // options: { texts: [...], languages: true (add the per-language cost table) }.
+  // Returns { texts_source, tokenizers: [{ tokenizer, n_vocab, tokens, bytes_per_token,
+  // chars_per_token, tokens_per_word, vocab_used, ... }], languages: [{ tokenizer, language,
+  // name, tokens, relative, ... }] }.
+  report(tokenizers, options = {}) {
+    return this._call('Report', {
+      tokenizers: Array.isArray(tokenizers) ? tokenizers : [tokenizers],
+      texts: options.texts || [],
+      include_languages: Boolean(options.languages),
+    });
+  }
+
   // Returns { tokenizer, text, data (Buffer), results }.
   decode(tokenizer, ids) {
     return this._call('Decode', { tokenizer, ids });

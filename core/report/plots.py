@@ -30,7 +30,8 @@ def _pyplot() -> Any:
         raise FailedPrecondition(
             "plots need matplotlib: pip install 'tokend[plot]' (tables and --json do not)"
         ) from None
-    # subtle: a fixed hash salt and no date make the SVG the same bytes on every run.
+    # A fixed salt keeps the SVG's element ids from changing with every run (clip-path ids
+    # may still differ between runs; the drawing does not).
     plt.rcParams["svg.hashsalt"] = "tokend-report"
     return plt
 

@@ -40,6 +40,7 @@ SHAPES: dict[str, tuple[bool, bool]] = {
     "WatchTrainJob": (False, True),
     "CancelTrainJob": (False, False),
     "ListTrainJobs": (False, False),
+    "Report": (False, False),
 }
 
 PLACEHOLDER = "\x01BAD\x01"  # five bytes in UTF-8, swapped for five invalid ones
@@ -103,6 +104,10 @@ def _truncate(**kw: object) -> tuple[bytes, ...]:
 
 def _chunk(**kw: object) -> tuple[bytes, ...]:
     return ser(pb.ChunkRequest(**kw))  # type: ignore[arg-type]
+
+
+def _report(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.ReportRequest(**kw))  # type: ignore[arg-type]
 
 
 def _decode(**kw: object) -> tuple[bytes, ...]:
@@ -296,6 +301,24 @@ CATALOGUE: tuple[Case, ...] = (
     _case("chunk-text-size", "Chunk", "text over --max-text-bytes",
           _chunk(tokenizer=O2, text="é" * 40000, max_tokens=4), RE, "text", "--max-text-bytes"),
     _case("chunk-garbage", "Chunk", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- Report ---------------------------------------------------------------------------
+    _case("report-empty", "Report", "no tokenizers", _report(texts=["a"]), IA, "tokenizers",
+          "name at least one tokenizer"),
+    _case("report-unknown", "Report", "unknown tokenizer",
+          _report(tokenizers=[O2, "no-such-tok"]), NF, "tokenizers[1]", "no tokenizer named"),
+    _case("report-twice", "Report", "the same tokenizer twice (gpt-4o is o200k_base)",
+          _report(tokenizers=[O2, "gpt-4o"]), IA, "tokenizers[1]", "name each tokenizer once"),
+    _case("report-many", "Report", "more tokenizers than --max-report-tokenizers",
+          _report(tokenizers=[O2] * 9), RE, "tokenizers", "--max-report-tokenizers"),
+    _case("report-batch", "Report", "more texts than --max-batch",
+          _report(tokenizers=[O2], texts=["a"] * 17), RE, "texts", "--max-batch"),
+    _case("report-text-size", "Report", "texts together over --max-text-bytes",
+          _report(tokenizers=[O2], texts=["é" * 9000] * 4), RE, "texts", "--max-text-bytes"),
+    _case("report-utf8", "Report", "invalid UTF-8 in a text",
+          (bad_utf8(pb.ReportRequest(tokenizers=[O2], texts=[PLACEHOLDER])),), IA, "texts[0]",
+          UTF8_RULE),
+    _case("report-garbage", "Report", "bytes that are no protobuf message", (GARBAGE,), IA,
           "request", PROTO_RULE),
     # -- ListTokenizers / GetTokenizer ----------------------------------------------------
     _case("list-garbage", "ListTokenizers", "bytes that are no protobuf message", (GARBAGE,),

@@ -13,12 +13,17 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tokend.client.errors import RemoteError
+from tokend.commands import remote
 from tokend.core.errors import FailedPrecondition, InvalidInput, TokendError
 from tokend.core.report import (
     DEFAULT_SIZES,
     CurvePoint,
+    LanguageCost,
     Report,
+    TokenizerMetrics,
     build_report,
     format_report,
     load_parallel_corpus,
@@ -26,6 +31,9 @@ from tokend.core.report import (
     vocab_curve,
 )
 from tokend.core.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from tokend.client import ReportResult
 
 DEFAULT_TOKENIZERS = ("o200k_base", "cl100k_base", "r50k_base")
 
@@ -72,8 +80,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="draw the report into FILE.png or FILE.svg (repeatable)")
     parser.add_argument("--registry", type=Path, metavar="DIR",
                         help="registry folder (env TOKEND_REGISTRY, default: user data dir)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(func=run)
+    remote.add_connection_options(parser)  # --target (the Report RPC), TLS, --json
+    # Local unless --target is given explicitly, as for `tokend train`.
+    parser.set_defaults(func=run, target=None)
+    for action in parser._actions:  # argparse has no public way to reword a shared option
+        if action.dest == "target":
+            action.help = ("measure on this tokend server (the Report RPC: its tokenizers, "
+                           "its limits); a curve is still trained here")
 
 
 def _sizes(value: str) -> tuple[int, ...]:
@@ -103,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(args, "CANCELLED", "interrupted", 130)
     except FailedPrecondition as err:
         return _fail(args, "FAILED_PRECONDITION", str(err))
+    except RemoteError as err:
+        return _fail(args, err.code.name, err.details)
     except (TokendError, ValueError, OSError) as err:
         return _fail(args, "INVALID_ARGUMENT", str(err))
     if args.json:
@@ -117,6 +132,14 @@ def run(args: argparse.Namespace) -> int:
 def make_report(args: argparse.Namespace) -> Report:
     """Load the tokenizers and texts the arguments name, train the curve, measure."""
     refs = list(args.tokenizers) or list(DEFAULT_TOKENIZERS)
+    if args.target is not None:
+        if args.parallel is not None or args.curve_corpus:
+            raise InvalidInput("with --target the server measures its own parallel corpus; "
+                               "--parallel and --curve-corpus work locally only")
+        texts_arg = [_read_text(path) for path in args.text] or None
+        with remote.connect(args) as client:
+            result = client.report(refs, texts_arg, languages=args.languages)
+        return report_from_result(result)
     tokenizers = load_tokenizers(refs, args.registry)
     corpus = load_parallel_corpus(args.parallel)
     texts: list[str] | None = None
@@ -139,6 +162,24 @@ def make_report(args: argparse.Namespace) -> Report:
         raise InvalidInput("--heldout and --kinds shape the curve: add --curve-corpus FILE")
     return build_report(tokenizers, texts, texts_source=source, languages=args.languages,
                         corpus=corpus, curve=curve, heldout=heldout)
+
+
+def report_from_result(result: ReportResult) -> Report:
+    """A server's Report answer as the core's Report, so tables, JSON and plots are shared."""
+    return Report(
+        texts_source=result.texts_source,
+        metrics=tuple(
+            TokenizerMetrics(tokenizer=t.tokenizer, n_vocab=t.n_vocab, texts=t.texts,
+                             bytes=t.bytes, chars=t.chars, words=t.words, tokens=t.tokens,
+                             distinct_tokens=t.distinct_tokens)
+            for t in result.tokenizers
+        ),
+        languages=tuple(
+            LanguageCost(tokenizer=r.tokenizer, language=r.language, name=r.name, bytes=r.bytes,
+                         tokens=r.tokens, relative=r.relative)
+            for r in result.languages
+        ),
+    )
 
 
 def _curve_progress(kind: str, vocab_size: int) -> None:

@@ -1440,3 +1440,169 @@ class ListTrainJobsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListTrainJobsResponse: _TypeAlias = ListTrainJobsResponse  # noqa: Y015
+
+@_typing.final
+class ReportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZERS_FIELD_NUMBER: _builtins.int
+    TEXTS_FIELD_NUMBER: _builtins.int
+    INCLUDE_LANGUAGES_FIELD_NUMBER: _builtins.int
+    include_languages: _builtins.bool
+    """Add the per-language cost table (the shipped parallel corpus, relative to English)."""
+    @_builtins.property
+    def tokenizers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tokenizers to compare, in order (1 to --max-report-tokenizers, each named once)."""
+
+    @_builtins.property
+    def texts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The texts to measure (at most --max-batch, together at most --max-text-bytes UTF-8
+        bytes); empty: every sentence of the shipped parallel corpus (20 languages).
+        """
+
+    def __init__(
+        self,
+        *,
+        tokenizers: _abc.Iterable[_builtins.str] | None = ...,
+        texts: _abc.Iterable[_builtins.str] | None = ...,
+        include_languages: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_languages", b"include_languages", "texts", b"texts", "tokenizers", b"tokenizers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportRequest: _TypeAlias = ReportRequest  # noqa: Y015
+
+@_typing.final
+class ReportTokenizer(_message.Message):
+    """One tokenizer over the request's texts. Words are whitespace-separated runs; text that
+    looks like a special token is counted as text.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    N_VOCAB_FIELD_NUMBER: _builtins.int
+    TEXTS_FIELD_NUMBER: _builtins.int
+    BYTES_FIELD_NUMBER: _builtins.int
+    CHARS_FIELD_NUMBER: _builtins.int
+    WORDS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    DISTINCT_TOKENS_FIELD_NUMBER: _builtins.int
+    BYTES_PER_TOKEN_FIELD_NUMBER: _builtins.int
+    CHARS_PER_TOKEN_FIELD_NUMBER: _builtins.int
+    TOKENS_PER_WORD_FIELD_NUMBER: _builtins.int
+    VOCAB_USED_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    """The resolved reference ("mytok@7")."""
+    n_vocab: _builtins.int
+    """Ids the tokenizer can produce, special tokens included."""
+    texts: _builtins.int
+    bytes: _builtins.int
+    """UTF-8 bytes, code points and whitespace-separated words of the texts."""
+    chars: _builtins.int
+    words: _builtins.int
+    tokens: _builtins.int
+    distinct_tokens: _builtins.int
+    """Different ids among the tokens."""
+    bytes_per_token: _builtins.float
+    chars_per_token: _builtins.float
+    tokens_per_word: _builtins.float
+    vocab_used: _builtins.float
+    """distinct_tokens / n_vocab."""
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        n_vocab: _builtins.int = ...,
+        texts: _builtins.int = ...,
+        bytes: _builtins.int = ...,
+        chars: _builtins.int = ...,
+        words: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        distinct_tokens: _builtins.int = ...,
+        bytes_per_token: _builtins.float = ...,
+        chars_per_token: _builtins.float = ...,
+        tokens_per_word: _builtins.float = ...,
+        vocab_used: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bytes", b"bytes", "bytes_per_token", b"bytes_per_token", "chars", b"chars", "chars_per_token", b"chars_per_token", "distinct_tokens", b"distinct_tokens", "n_vocab", b"n_vocab", "texts", b"texts", "tokenizer", b"tokenizer", "tokens", b"tokens", "tokens_per_word", b"tokens_per_word", "vocab_used", b"vocab_used", "words", b"words"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportTokenizer: _TypeAlias = ReportTokenizer  # noqa: Y015
+
+@_typing.final
+class ReportLanguage(_message.Message):
+    """One tokenizer on one language of the parallel corpus."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    LANGUAGE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    BYTES_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    RELATIVE_FIELD_NUMBER: _builtins.int
+    BYTES_PER_TOKEN_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    language: _builtins.str
+    """ISO 639-1 code ("de") and English name ("German")."""
+    name: _builtins.str
+    bytes: _builtins.int
+    tokens: _builtins.int
+    relative: _builtins.float
+    """tokens / the English sentences' tokens with the same tokenizer (1.0 = parity)."""
+    bytes_per_token: _builtins.float
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        language: _builtins.str = ...,
+        name: _builtins.str = ...,
+        bytes: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        relative: _builtins.float = ...,
+        bytes_per_token: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bytes", b"bytes", "bytes_per_token", b"bytes_per_token", "language", b"language", "name", b"name", "relative", b"relative", "tokenizer", b"tokenizer", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportLanguage: _TypeAlias = ReportLanguage  # noqa: Y015
+
+@_typing.final
+class ReportResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXTS_SOURCE_FIELD_NUMBER: _builtins.int
+    TOKENIZERS_FIELD_NUMBER: _builtins.int
+    LANGUAGES_FIELD_NUMBER: _builtins.int
+    texts_source: _builtins.str
+    """Where the measured texts came from ("request texts" or the shipped corpus)."""
+    @_builtins.property
+    def tokenizers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReportTokenizer]: ...
+    @_builtins.property
+    def languages(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReportLanguage]:
+        """Language by language (corpus order), and within one in the request's tokenizer order."""
+
+    def __init__(
+        self,
+        *,
+        texts_source: _builtins.str = ...,
+        tokenizers: _abc.Iterable[Global___ReportTokenizer] | None = ...,
+        languages: _abc.Iterable[Global___ReportLanguage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["languages", b"languages", "texts_source", b"texts_source", "tokenizers", b"tokenizers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportResponse: _TypeAlias = ReportResponse  # noqa: Y015

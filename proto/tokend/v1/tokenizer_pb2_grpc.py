@@ -99,6 +99,11 @@ class TokenizerServiceStub:
                 request_serializer=tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsRequest.SerializeToString,
                 response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsResponse.FromString,
                 _registered_method=True)
+        self.Report = channel.unary_unary(
+                '/tokend.v1.TokenizerService/Report',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.FromString,
+                _registered_method=True)
 
 
 class TokenizerServiceServicer:
@@ -195,6 +200,15 @@ class TokenizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Report(self, request, context):
+        """Compare served tokenizers on texts: bytes, characters and words per token, the share of
+        the vocabulary used and, optionally, each language's token cost relative to English on
+        the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TokenizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -262,6 +276,11 @@ def add_TokenizerServiceServicer_to_server(servicer, server):
                     servicer.ListTrainJobs,
                     request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsRequest.FromString,
                     response_serializer=tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsResponse.SerializeToString,
+            ),
+            'Report': grpc.unary_unary_rpc_method_handler(
+                    servicer.Report,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -615,6 +634,33 @@ class TokenizerService:
             '/tokend.v1.TokenizerService/ListTrainJobs',
             tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsRequest.SerializeToString,
             tokend_dot_v1_dot_tokenizer__pb2.ListTrainJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Report(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Report',
+            tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.FromString,
             options,
             channel_credentials,
             insecure,

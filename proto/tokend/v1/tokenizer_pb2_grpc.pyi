@@ -68,6 +68,11 @@ class TokenizerServiceStub:
     """Stream a job's progress until it ends (the last message carries the final state)."""
     CancelTrainJob: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.CancelTrainJobRequest, _tokenizer_pb2.CancelTrainJobResponse]
     ListTrainJobs: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.ListTrainJobsRequest, _tokenizer_pb2.ListTrainJobsResponse]
+    Report: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.ReportRequest, _tokenizer_pb2.ReportResponse]
+    """Compare served tokenizers on texts: bytes, characters and words per token, the share of
+    the vocabulary used and, optionally, each language's token cost relative to English on
+    the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+    """
 
 @_typing.type_check_only
 class TokenizerServiceAsyncStub(TokenizerServiceStub):
@@ -100,6 +105,11 @@ class TokenizerServiceAsyncStub(TokenizerServiceStub):
     """Stream a job's progress until it ends (the last message carries the final state)."""
     CancelTrainJob: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.CancelTrainJobRequest, _tokenizer_pb2.CancelTrainJobResponse]  # type: ignore[assignment]
     ListTrainJobs: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.ListTrainJobsRequest, _tokenizer_pb2.ListTrainJobsResponse]  # type: ignore[assignment]
+    Report: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.ReportRequest, _tokenizer_pb2.ReportResponse]  # type: ignore[assignment]
+    """Compare served tokenizers on texts: bytes, characters and words per token, the share of
+    the vocabulary used and, optionally, each language's token cost relative to English on
+    the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+    """
 
 class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -207,5 +217,16 @@ class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _tokenizer_pb2.ListTrainJobsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_tokenizer_pb2.ListTrainJobsResponse, _abc.Awaitable[_tokenizer_pb2.ListTrainJobsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def Report(
+        self,
+        request: _tokenizer_pb2.ReportRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tokenizer_pb2.ReportResponse, _abc.Awaitable[_tokenizer_pb2.ReportResponse]]:
+        """Compare served tokenizers on texts: bytes, characters and words per token, the share of
+        the vocabulary used and, optionally, each language's token cost relative to English on
+        the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+        """
 
 def add_TokenizerServiceServicer_to_server(servicer: TokenizerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

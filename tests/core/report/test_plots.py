@@ -31,7 +31,7 @@ class TestPlots:
         assert len(data) > 10_000
 
     def test_svg_parses_and_shows_every_panel(self, report, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-        """Four panels (axes) with their titles; the same bytes on a second draw."""
+        """Four panels (axes) with their titles."""
         path = write_plot(report, tmp_path / "r.svg")
         root = ET.parse(path).getroot()
         assert root.tag == f"{SVG}svg"
@@ -41,7 +41,6 @@ class TestPlots:
         for title in ("Bytes per token", "Tokens per word", "Token cost per language",
                       "Tokens vs vocabulary size"):
             assert title in text
-        assert render_plot(report, "svg") == path.read_bytes()
 
     def test_only_panels_with_data_are_drawn(self, tmp_path: Path) -> None:
         small = build_report([("o200k_base", get_encoding("o200k_base"))], ["hi"],
