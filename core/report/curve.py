@@ -1,18 +1,21 @@
 """Tokens against vocabulary size: train one tokenizer per size and count a held-out text.
 
 The curve shows what a bigger vocabulary buys: the held-out text's token count falls fast at
-first and then flattens. Every training kind the trainer offers (``training_kinds``) can be
-drawn; byte-level BPE is trained once at the largest size and cut, because greedy BPE is
-prefix-consistent (the first ``k`` merges of a longer run are exactly the merges of a run
-stopped at ``k``), so the curve costs one training run instead of one per size.
+first and then flattens. Every training kind the trainer offers (``training_kinds``: the
+trainer's ``MODEL_KINDS``) can be drawn; byte-level BPE is trained once at the largest size and
+cut, because greedy BPE is prefix-consistent (the first ``k`` merges of a longer run are
+exactly the merges of a run stopped at ``k``), so its curve costs one training run; the other
+kinds (Unigram's pruning, WordPiece's scores) are trained once per size.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tokend.core.encoding import Encoding
 from tokend.core.errors import InvalidInput
@@ -55,9 +58,34 @@ class CurvePoint:
         }
 
 
+def _training_module() -> Any | None:
+    """``tokend.core.training`` (every kind's ``train_tokenizer``), if this build has it."""
+    try:
+        return importlib.import_module("tokend.core.training")
+    except ImportError:
+        return None
+
+
 def training_kinds() -> tuple[str, ...]:
-    """The training kinds a curve can be drawn for (the trainer's own list, so it grows)."""
-    return (BYTE_BPE,)
+    """The training kinds a curve can be drawn for: the trainer's own list, so it grows."""
+    module = _training_module()
+    kinds = getattr(module, "MODEL_KINDS", None) if module is not None else None
+    return tuple(kinds) if kinds else (BYTE_BPE,)
+
+
+def train_kind(
+    kind: str, corpus: CorpusPaths, vocab_size: int, *, name: str, workers: int | None = None,
+    pattern: str = DEFAULT_TRAIN_PATTERN,
+) -> Tokenizer:
+    """A tokenizer of ``kind`` trained on ``corpus`` to ``vocab_size`` (the trainer's dispatch)."""
+    if kind == BYTE_BPE:
+        return train_bpe(corpus, vocab_size, pattern=pattern, workers=workers).to_encoding(name)
+    module = _training_module()
+    if module is None:
+        raise InvalidInput(f"training kind {kind!r} is not known; known: {BYTE_BPE}")
+    result = module.train_tokenizer(corpus, vocab_size, model=kind)
+    tokenizer: Tokenizer = result.to_encoding(name)
+    return tokenizer
 
 
 def bpe_prefix_encoding(result: TrainResult, merges: int, name: str) -> Encoding:
@@ -76,14 +104,16 @@ def bpe_prefix_encoding(result: TrainResult, merges: int, name: str) -> Encoding
     return Encoding(name, pat_str=result.pattern, mergeable_ranks=ranks, special_tokens={})
 
 
-def _check_sizes(sizes: Sequence[int]) -> list[int]:
+def _check_sizes(sizes: Sequence[int], kinds: Sequence[str]) -> list[int]:
     if not sizes:
         raise InvalidInput("vocabulary sizes are empty: give at least one, e.g. 300,1000")
+    smallest = 257 if BYTE_BPE in kinds else 2
     for size in sizes:
-        if isinstance(size, bool) or not isinstance(size, int) or size < 257:
+        if isinstance(size, bool) or not isinstance(size, int) or size < smallest:
             raise InvalidInput(
-                f"vocabulary size {size!r} is too small: byte-level kinds need at least 257 "
-                "(256 byte tokens + 1)"
+                f"vocabulary size {size!r} is too small: "
+                + ("byte-bpe needs at least 257 (256 byte tokens + 1)" if smallest == 257
+                   else "give at least 2")
             )
     return sorted(set(sizes))
 
@@ -103,7 +133,6 @@ def vocab_curve(
     ``progress(kind, vocab_size)`` is called before each training run. Points come kind by
     kind, sizes ascending.
     """
-    wanted = _check_sizes(sizes)
     available = training_kinds()
     chosen = list(available) if kinds is None else list(dict.fromkeys(kinds))
     for kind in chosen:
@@ -111,6 +140,7 @@ def vocab_curve(
             raise InvalidInput(
                 f"training kind {kind!r} is not known; known: {', '.join(available)}"
             )
+    wanted = _check_sizes(sizes, chosen)
     if not heldout.strip():
         raise InvalidInput("the held-out text is empty: the curve counts its tokens")
     n_bytes = len(heldout.encode("utf-8", "surrogatepass"))
@@ -130,4 +160,16 @@ def vocab_curve(
                     tokens=len(encode_text(enc, heldout)), bytes=n_bytes,
                     seconds=seconds if size == wanted[-1] else 0.0,
                 ))
+            continue
+        for size in wanted:  # other kinds are not prefix-consistent: one run per size
+            if progress is not None:
+                progress(kind, size)
+            start = time.perf_counter()
+            tok = train_kind(kind, corpus, size, name=f"{kind}-{size}", workers=workers,
+                             pattern=pattern)
+            seconds = time.perf_counter() - start
+            points.append(CurvePoint(
+                kind=kind, vocab_size=size, n_vocab=tok.n_vocab,
+                tokens=len(encode_text(tok, heldout)), bytes=n_bytes, seconds=seconds,
+            ))
     return points

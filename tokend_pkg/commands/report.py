@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     for action in parser._actions:  # argparse has no public way to reword a shared option
         if action.dest == "target":
             action.help = ("measure on this tokend server (the Report RPC: its tokenizers, "
-                           "its limits); a curve is still trained here")
+                           "its limits); --parallel and --curve-corpus are local only")
 
 
 def _sizes(value: str) -> tuple[int, ...]:
