@@ -62,7 +62,7 @@ class TestReportCommand:
         png, svg = tmp_path / "r.png", tmp_path / "r.svg"
         out = run_json(["tiny", "--registry", str(reg), "--no-languages",
                         "--curve-corpus", str(corpus), "--heldout", str(heldout),
-                        "--vocab-sizes", "260,300", "--workers", "1",
+                        "--vocab-sizes", "260,300", "--kinds", "byte-bpe", "--workers", "1",
                         "--plot", str(png), "--plot", str(svg)], capsys)
         rows = out["tokenizers"]
         assert isinstance(rows, list)
