@@ -35,6 +35,7 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
 
 include "_pretok.pxi"
+include "_unigram.pxi"
 
 cdef enum:
     NO_TOKEN = -1

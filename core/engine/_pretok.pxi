@@ -1,4 +1,4 @@
-# The compiled pretokenizer: hand-written scanners for the four built-in patterns.
+# The compiled pretokenizer: hand-written scanners for the four built-in patterns and Tekken's.
 #
 # Included textually into _compiled.pyx. ``pretoken_end`` gives the end of the pretoken that
 # ``regex`` running ``tokend.core.pretokenize.TIKTOKEN_COMPATIBLE[pattern]`` finds at a byte
@@ -35,6 +35,7 @@ cdef enum:
     PAT_R50K = 1    # tokend.core.pretokenize.R50K_PATTERN (tiktoken's r50k/p50k)
     PAT_CL100K = 2  # CL100K_PATTERN
     PAT_O200K = 3   # O200K_PATTERN
+    PAT_TEKKEN = 4  # tokend.core.patterns.TEKKEN_PATTERN (o200k's without contractions, N once)
 
 
 cdef inline unsigned int _decode(const unsigned char* s, Py_ssize_t i,
@@ -231,13 +232,14 @@ cdef Py_ssize_t _cl100k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n
 
 
 cdef inline Py_ssize_t _o200k_word_from(const unsigned char* s, Py_ssize_t p,
-                                        Py_ssize_t n) noexcept nogil:
+                                        Py_ssize_t n, bint tekken) noexcept nogil:
     """``UP*LO+(?i:'s|...)?`` from byte p, as the regex engine matches it, or -1.
 
     UP* is greedy: it takes the longest UP run, then gives back one character at a time
     until LO+ can start, i.e. LO+ starts at the last position of the run (or just after it)
     holding an LO character; UP and LO overlap in Lm, Lo and marks, so that can be inside.
-    LO+ then takes its longest run, since the optional contraction after it always succeeds.
+    LO+ then takes its longest run, since the optional contraction after it always succeeds
+    (Tekken's pattern has no contraction: LO+ ends the alternative).
     """
     cdef Py_ssize_t u = _run(s, p, n, TOK_UP)
     cdef Py_ssize_t start = u, nxt, r
@@ -251,13 +253,17 @@ cdef inline Py_ssize_t _o200k_word_from(const unsigned char* s, Py_ssize_t p,
         if start < 0:
             return -1
     start = _run(s, start, n, TOK_LO)
+    if tekken:
+        return start
     r = _contraction_ci(s, start, n)
     return r if r >= 0 else start
 
 
-cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n,
+                           bint tekken) noexcept nogil:
     """``P?UP*LO+C?|P?UP+LO*C?|N{1,3}| ?X+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
-    with C = ``(?i:'s|'t|'re|'ve|'m|'ll|'d)``."""
+    with C = ``(?i:'s|'t|'re|'ve|'m|'ll|'d)``; with ``tekken``, Mistral's Tekken pattern
+    ``P?UP*LO+|P?UP+LO*|N| ?X+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (no C, one N)."""
     cdef Py_ssize_t q, r, e, p, qq
     cdef unsigned char b = _bits(s, pos, n, &q), bq = 0
     cdef int k
@@ -268,10 +274,10 @@ cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n)
         # P?UP*LO+C?: P? greedy, so first with the P character taken, then without it (which
         # matters when it is a mark: marks are P, UP and LO at once)
         if b & TOK_P:
-            r = _o200k_word_from(s, q, n)
+            r = _o200k_word_from(s, q, n, tekken)
             if r >= 0:
                 return r
-        r = _o200k_word_from(s, pos, n)
+        r = _o200k_word_from(s, pos, n, tekken)
         if r >= 0:
             return r
         # P?UP+LO*C?: the same order; UP+ and LO* take their longest runs, C? always succeeds
@@ -282,10 +288,14 @@ cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n)
             e = _run(s, q, n, TOK_UP)
         if e >= 0:
             e = _run(s, e, n, TOK_LO)
+            if tekken:
+                return e
             r = _contraction_ci(s, e, n)
             return r if r >= 0 else e
-    if b & TOK_N:  # N{1,3}
+    if b & TOK_N:  # N{1,3} (Tekken: N)
         e = q
+        if tekken:
+            return e
         for k in range(2):
             if not (_bits(s, e, n, &p) & TOK_N):
                 break
@@ -315,7 +325,9 @@ cdef Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
     0 walks the pretokens; the result is always > pos. An unknown ``kind`` gives ``n``.
     """
     if kind == PAT_O200K:
-        return _o200k_end(s, pos, n)
+        return _o200k_end(s, pos, n, False)
+    if kind == PAT_TEKKEN:
+        return _o200k_end(s, pos, n, True)
     if kind == PAT_CL100K:
         return _cl100k_end(s, pos, n)
     if kind == PAT_GPT2 or kind == PAT_R50K:
@@ -324,15 +336,16 @@ cdef Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
 
 
 def pretokenize(int kind, str text):
-    """The pretokens of ``text`` under pattern ``kind`` (0 gpt2, 1 r50k, 2 cl100k, 3 o200k),
+    """The pretokens of ``text`` under pattern ``kind`` (0 gpt2, 1 r50k, 2 cl100k, 3 o200k,
+    4 tekken),
     exactly as ``tokend.core.pretokenize.compile_pattern(pattern)(text)``.
 
     Raises UnicodeEncodeError for a lone surrogate (the engine never sees one) and ValueError
     for an unknown ``kind``.
     """
-    if kind < PAT_GPT2 or kind > PAT_O200K:
+    if kind < PAT_GPT2 or kind > PAT_TEKKEN:
         raise ValueError(f"unknown pattern kind {kind}; expected 0 (gpt2), 1 (r50k), "
-                         "2 (cl100k) or 3 (o200k)")
+                         "2 (cl100k), 3 (o200k) or 4 (tekken)")
     cdef Py_ssize_t n, pos = 0, end
     cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
     cdef list out = []
@@ -359,9 +372,9 @@ def pretokenize(int kind, str text):
 
 def count_pretokens(int kind, str text):
     """How many pretokens ``text`` has under pattern ``kind`` (no str built: the scan alone)."""
-    if kind < PAT_GPT2 or kind > PAT_O200K:
+    if kind < PAT_GPT2 or kind > PAT_TEKKEN:
         raise ValueError(f"unknown pattern kind {kind}; expected 0 (gpt2), 1 (r50k), "
-                         "2 (cl100k) or 3 (o200k)")
+                         "2 (cl100k), 3 (o200k) or 4 (tekken)")
     cdef Py_ssize_t n, pos = 0, count = 0
     cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
     with nogil:
@@ -422,9 +435,9 @@ cdef class PretokenCounter:
     cdef readonly Py_ssize_t pretokens  # pretokens counted so far (with repeats)
 
     def __cinit__(self, int kind):
-        if kind < PAT_GPT2 or kind > PAT_O200K:
+        if kind < PAT_GPT2 or kind > PAT_TEKKEN:
             raise ValueError(f"unknown pattern kind {kind}; expected 0 (gpt2), 1 (r50k), "
-                             "2 (cl100k) or 3 (o200k)")
+                             "2 (cl100k), 3 (o200k) or 4 (tekken)")
         self.kind = kind
         self.mask = (1 << 14) - 1
         self.slots = <_Slot*>calloc(self.mask + 1, sizeof(_Slot))

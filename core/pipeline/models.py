@@ -12,6 +12,7 @@ from typing import Any
 
 from tokend.core.errors import CorruptData
 from tokend.core.pipeline._config import component_type, field, unsupported
+from tokend.core.pipeline.lattice import make_lattice
 
 MergeTable = dict[tuple[int, int], tuple[int, int]]  # (left id, right id) -> (rank, merged id)
 Span = tuple[int, int]  # start, end: characters of the word
@@ -275,100 +276,66 @@ class Unigram(Model):
         self.unk_id = unk_id
         self.byte_fallback = byte_fallback
         self.min_score = min(self.scores) if self.scores else 0.0
-        self.max_len = max((len(p) for p, _ in pieces), default=1)
-        # subtle: the trie is over every piece, so a piece of length L can start only where
-        # its first character is; index pieces by first character to skip impossible lengths.
-        self._lengths: dict[str, list[int]] = {}
-        for piece in self.vocab:
-            if piece:
-                self._lengths.setdefault(piece[0], []).append(len(piece))
-        for first, lengths in self._lengths.items():
-            self._lengths[first] = sorted(set(lengths))  # each length once, shortest first
+        # The Viterbi itself (compiled or its Python twin, see core/pipeline/lattice.py).
+        self._lattice = make_lattice([p for p, _s in pieces], self.scores,
+                                     self.min_score - UNK_PENALTY)
 
     def _unk(self) -> int:
         if self.unk_id is None:
             raise CorruptData("the Unigram model met an unknown character but has no unk_id")
         return self.unk_id
 
-    def _viterbi(self, text: str) -> list[str]:
-        n = len(text)
-        vocab, scores = self.vocab, self.scores
-        unk_score = self.min_score - UNK_PENALTY
-        best = [0.0] * (n + 1)
-        start_of: list[int] = [-1] * (n + 1)
-        node_id = [0] * (n + 1)
-        for i in range(n):
-            here = best[i]
-            single = False
-            for length in self._lengths.get(text[i], ()):
-                end = i + length
-                if end > n:
-                    break
-                token_id = vocab.get(text[i:end])
-                if token_id is None:
-                    continue
-                score = scores[token_id] + here
-                if start_of[end] < 0 or score > best[end]:
-                    best[end], start_of[end], node_id[end] = score, i, token_id
-                if length == 1:
-                    single = True
-            if not single:
-                score = unk_score + here
-                if start_of[i + 1] < 0 or score > best[i + 1]:
-                    best[i + 1], start_of[i + 1], node_id[i + 1] = score, i, -1
-        out: list[str] = []
-        unknown: list[str] = []
-        end = n
+    def _viterbi(self, text: str) -> list[tuple[int, int, int | None]]:
+        """The best path as (start, end, id) spans; a run of unknown characters (or of the
+        unk piece itself) is fused into one span with id None, as HF fuses them."""
+        path = self._lattice.best_path(text)
         unk = self.unk_id
-        while end > 0:
-            start = start_of[end]
-            token_id = node_id[end]
+        out: list[tuple[int, int, int | None]] = []
+        run_start = -1
+        run_end = 0
+        for k in range(0, len(path), 3):
+            start, end, token_id = path[k], path[k + 1], path[k + 2]
             if token_id in (-1, unk):
-                unknown.append(text[start:end])
-            else:
-                if unknown:
-                    out.append("".join(reversed(unknown)))
-                    unknown = []
-                out.append(text[start:end])
-            end = start
-        if unknown:
-            out.append("".join(reversed(unknown)))
-        out.reverse()
+                if run_start < 0:
+                    run_start = start
+                run_end = end
+                continue
+            if run_start >= 0:
+                out.append((run_start, run_end, None))
+                run_start = -1
+            out.append((start, end, token_id))
+        if run_start >= 0:
+            out.append((run_start, run_end, None))
         return out
+
+    def _unknown(self, piece: str) -> list[int]:
+        """Ids of a fused unknown run: itself if it is a piece, else its bytes, else unk."""
+        vocab = self.vocab
+        found = vocab.get(piece)
+        if found is not None:
+            return [found]
+        if self.byte_fallback:
+            byte_ids = [vocab.get(byte_token(b)) for b in piece.encode("utf-8", "surrogatepass")]
+            if None not in byte_ids:
+                return byte_ids  # type: ignore[return-value]
+        return [self._unk()]
 
     def tokenize(self, word: str) -> list[int]:
         ids: list[int] = []
-        vocab = self.vocab
-        for piece in self._viterbi(word):
-            found = vocab.get(piece)
-            if found is not None:
-                ids.append(found)
-                continue
-            if self.byte_fallback:
-                byte_ids = [vocab.get(byte_token(b)) for b in piece.encode("utf-8",
-                                                                            "surrogatepass")]
-                if None not in byte_ids:
-                    ids += byte_ids  # type: ignore[arg-type]
-                    continue
-            ids.append(self._unk())
+        for start, end, token_id in self._viterbi(word):
+            if token_id is None:
+                ids += self._unknown(word[start:end])
+            else:
+                ids.append(token_id)
         return ids
 
     def tokenize_spans(self, word: str) -> list[Token]:
         out: list[Token] = []
-        vocab = self.vocab
-        pieces = self._viterbi(word)
-        for piece, (start, end) in zip(pieces, spans_of(pieces), strict=True):
-            found = vocab.get(piece)
-            if found is not None:
-                out.append((found, start, end))
-                continue
-            if self.byte_fallback:
-                byte_ids = [vocab.get(byte_token(b)) for b in piece.encode("utf-8",
-                                                                            "surrogatepass")]
-                if None not in byte_ids:  # HF: every byte token spans the whole piece
-                    out += [(b, start, end) for b in byte_ids]  # type: ignore[misc]
-                    continue
-            out.append((self._unk(), start, end))
+        for start, end, token_id in self._viterbi(word):
+            if token_id is None:  # HF: every byte token spans the whole piece
+                out += [(t, start, end) for t in self._unknown(word[start:end])]
+            else:
+                out.append((token_id, start, end))
         return out
 
 

@@ -39,7 +39,7 @@ from tokend.core.engine._compiled import (  # noqa: E402 (after the clear failur
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ROOT / "tests" / "fixtures" / "corpora"
 PATTERNS = sorted(SCANNER_KINDS, key=SCANNER_KINDS.__getitem__)
-PATTERN_IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+PATTERN_IDS = ["gpt2", "r50k", "cl100k", "o200k", "tekken"]
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
 
 
@@ -230,7 +230,7 @@ class TestInterface:
     def test_partition_and_count(self) -> None:
         """Pretokens are non-empty, join back to the text and are what count_pretokens counts."""
         text = "".join(random_strings(7, 5_000, 4))
-        for kind in range(4):
+        for kind in range(len(PATTERNS)):
             out = pretokenize(kind, text)
             assert "".join(out) == text
             assert all(out)
@@ -243,7 +243,7 @@ class TestInterface:
         texts = ["".join(random_strings(1, 30_000, 4)), "".join(random_strings(2, 9, 4))]
         words = ("".join(chr(97 + int(d)) for d in str(i)) for i in range(100_000))
         texts += [" ".join(words), "x" * 300_000, ""]
-        for kind in range(4):
+        for kind in range(len(PATTERNS)):
             counter = PretokenCounter(kind)
             expected: Counter[bytes] = Counter()
             for text in texts:
@@ -256,12 +256,12 @@ class TestInterface:
 
     def test_empty_text(self) -> None:
         """The empty text has no pretokens."""
-        assert [pretokenize(k, "") for k in range(4)] == [[]] * 4
+        assert [pretokenize(k, "") for k in range(len(PATTERNS))] == [[]] * len(PATTERNS)
 
     def test_unknown_kind(self) -> None:
         """An unknown pattern kind is refused, naming the known ones."""
-        with pytest.raises(ValueError, match="unknown pattern kind 4"):
-            pretokenize(4, "a")
+        with pytest.raises(ValueError, match="unknown pattern kind 5"):
+            pretokenize(5, "a")
         with pytest.raises(ValueError, match="unknown pattern kind -1"):
             count_pretokens(-1, "a")
         with pytest.raises(ValueError, match="unknown pattern kind 9"):

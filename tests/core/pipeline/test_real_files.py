@@ -106,3 +106,23 @@ class TestRealFiles:
     def test_random_unicode_matches_reference(self, family: str, text: str) -> None:
         """Random Unicode text encodes and decodes as the reference does."""
         check(FILES[family](), text)
+
+
+@functools.cache
+def tekken_on(engine: str) -> Any:
+    """The Tekken file loaded while ``engine`` is the default (one per engine)."""
+    return load_tekken(real_file("tekken-240911.json").read_bytes(), name=f"tekken-{engine}")
+
+
+class TestTekkenEngines:
+    """Tekken's pattern has a compiled scanner (PAT_TEKKEN); both engines give Mistral's ids."""
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(text=random_text)
+    def test_both_engines_match_mistral_common(self, each_engine: str, text: str) -> None:
+        """Random Unicode text and the samples: the engine in use gives Tekkenizer's ids."""
+        ours = tekken_on(each_engine)
+        _, reference, _ = tekken_pair("tekken-240911.json")
+        assert ours.engine == each_engine
+        for sample in [text, *SAMPLES.values(), "\n".join(SAMPLES.values())]:
+            assert ours.encode(sample, disallowed_special=()) == reference(sample), sample
