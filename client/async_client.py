@@ -67,6 +67,7 @@ class AsyncClient:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         options: Sequence[tuple[str, Any]] = (),
+        load_balancing: str | None = None,
     ) -> None:
         self.target = target
         self.timeout = timeout
@@ -76,6 +77,7 @@ class AsyncClient:
             max_attempts=max_attempts,
             max_message_bytes=max_message_bytes,
             extra_options=options,
+            load_balancing=load_balancing,
         )
         self._metadata = settings.metadata
         if settings.credentials is None:

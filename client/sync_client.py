@@ -49,6 +49,8 @@ class Client:
     training job never has one unless asked). ``token`` is sent as ``authorization: Bearer``.
     ``tls``: True for the system roots, or a ``TlsConfig`` (CA, client cert for mutual TLS).
     UNAVAILABLE is retried by gRPC itself, up to ``max_attempts`` attempts in all.
+    ``load_balancing="round_robin"`` spreads calls over every address the target resolves to
+    (``dns:///tokend-headless.NAMESPACE.svc:50051``); the default is gRPC's pick_first.
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class Client:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         options: Sequence[tuple[str, Any]] = (),
+        load_balancing: str | None = None,
     ) -> None:
         self.target = target
         self.timeout = timeout
@@ -70,6 +73,7 @@ class Client:
             max_attempts=max_attempts,
             max_message_bytes=max_message_bytes,
             extra_options=options,
+            load_balancing=load_balancing,
         )
         self._metadata = settings.metadata
         if settings.credentials is None:

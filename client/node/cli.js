@@ -3,6 +3,7 @@
 // Round-trip texts through a tokend server: Encode, CountTokens and Decode, printed as JSON.
 //
 //   echo '{"tokenizer": "o200k_base", "texts": ["hello world"]}' | node cli.js --target 127.0.0.1:50051
+//   ... | node cli.js --target dns:///tokend-headless.NS.svc:50051 --load-balancing round_robin
 //
 // Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}],
 //                        add_special_tokens?: bool (Encode and CountTokens of the texts),
@@ -10,19 +11,21 @@
 //                        truncate?: {text, max_tokens, keep?, marker?},
 //                        chunk?: {text, max_tokens, overlap?},
 //                        train?: {name, vocab_size, model?, special_tokens?, corpus},
-//                        report?: {tokenizers: [string], texts?: [string], languages?} }.
+//                        report?: {tokenizers: [string], texts?: [string], languages?},
+//                        repeat?: N (then N more CountTokens calls of the texts) }.
 // With train, the job runs first (needs --token when the server sets one) and is awaited;
 // an empty tokenizer then means the version it published.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
 //                          decoded: [string], count?: CountTokensResponse,
 //                          truncate?: TruncateResponse, chunks?: [TextChunk],
-//                          train?: TrainJob, report?: ReportResponse }.
+//                          train?: TrainJob, report?: ReportResponse,
+//                          repeated?: [total of each repeated call] }.
 // On an RPC error: exit status 1 and { error: { code, details } } on stdout.
 
 const { TokendClient } = require('./index');
 
 function parseArgs(argv) {
-  const args = { target: '127.0.0.1:50051', token: null, timeoutMs: 10000 };
+  const args = { target: '127.0.0.1:50051', token: null, timeoutMs: 10000, loadBalancing: null };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -32,11 +35,14 @@ function parseArgs(argv) {
     } else if (flag === '--token') {
       args.token = value;
       i += 1;
+    } else if (flag === '--load-balancing') {
+      args.loadBalancing = value;
+      i += 1;
     } else if (flag === '--timeout-ms') {
       args.timeoutMs = Number(value);
       i += 1;
     } else {
-      throw new Error(`unknown argument ${JSON.stringify(flag)} (known: --target, --token, --timeout-ms)`);
+      throw new Error(`unknown argument ${JSON.stringify(flag)} (known: --target, --token, --timeout-ms, --load-balancing)`);
     }
   }
   return args;
@@ -54,7 +60,9 @@ function readStdin() {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const input = JSON.parse(await readStdin());
-  const client = new TokendClient(args.target, { token: args.token, timeoutMs: args.timeoutMs });
+  const client = new TokendClient(args.target, {
+    token: args.token, timeoutMs: args.timeoutMs, loadBalancing: args.loadBalancing,
+  });
   try {
     let trained = null;
     if (input.train) {
@@ -103,6 +111,13 @@ async function main() {
     if (input.report) {
       const r = input.report;
       output.report = await client.report(r.tokenizers, { texts: r.texts, languages: r.languages });
+    }
+    if (input.repeat) {
+      output.repeated = [];
+      for (let i = 0; i < input.repeat; i += 1) {
+        const reply = await client.countTokens(input.tokenizer, input.texts);
+        output.repeated.push(reply.total);
+      }
     }
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;

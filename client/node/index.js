@@ -32,12 +32,31 @@ function loadService() {
   return pkg.tokend.v1.TokenizerService;
 }
 
+// The load-balancing policies every gRPC implementation ships (pick_first is the default).
+const LB_POLICIES = ['pick_first', 'round_robin'];
+
+// Channel options for a load-balancing policy, through the service config's
+// loadBalancingConfig (as the Python client does); {} keeps gRPC's default.
+function channelOptions(loadBalancing) {
+  if (loadBalancing === undefined || loadBalancing === null) {
+    return {};
+  }
+  if (!LB_POLICIES.includes(loadBalancing)) {
+    throw new Error(`loadBalancing must be one of ${LB_POLICIES.join(', ')}, not ${JSON.stringify(loadBalancing)}`);
+  }
+  const config = { loadBalancingConfig: [{ [loadBalancing]: {} }] };
+  return { 'grpc.service_config': JSON.stringify(config) };
+}
+
 class TokendClient {
-  // target: "host:port"; options.token: bearer token sent as `authorization` metadata;
-  // options.timeoutMs: per-call deadline.
+  // target: "host:port", or several addresses for a balancing policy
+  // ("dns:///tokend-headless.NAMESPACE.svc:50051", "ipv4:10.0.0.1:50051,10.0.0.2:50051");
+  // options.token: bearer token sent as `authorization` metadata; options.timeoutMs: per-call
+  // deadline; options.loadBalancing: 'round_robin' spreads calls over every resolved address.
   constructor(target, options = {}) {
     const Service = loadService();
-    this.stub = new Service(target, grpc.credentials.createInsecure());
+    this.stub = new Service(
+      target, grpc.credentials.createInsecure(), channelOptions(options.loadBalancing));
     this.token = options.token || null;
     this.timeoutMs = options.timeoutMs || 10000;
   }

@@ -41,9 +41,9 @@ class TokendServer:
     log: Path
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port: int = s.getsockname()[1]
         return port
 
@@ -73,7 +73,10 @@ def _wait_serving(target: str, proc: subprocess.Popen[bytes], log: Path, client:
 
 @contextlib.contextmanager
 def serve(
-    base: Path, *extra_args: str, probe: Callable[[str], Client] | None = None
+    base: Path,
+    *extra_args: str,
+    probe: Callable[[str], Client] | None = None,
+    host: str = "127.0.0.1",
 ) -> Iterator[TokendServer]:
     """Run ``tokend serve`` with a fresh registry under ``base``; stop it with SIGTERM after.
 
@@ -82,10 +85,10 @@ def serve(
     registry, train_dir = base / "registry", base / "train"
     train_dir.mkdir(parents=True, exist_ok=True)
     log = base / "serve.log"
-    port = _free_port()
+    port = _free_port(host)
     cmd = [
         _tokend_executable(), "serve",
-        "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
+        "--host", host, "--port", str(port), "--metrics-port", "0",
         "--registry", str(registry), "--train-dir", str(train_dir),
         "--workers", "1", "--max-batch", str(MAX_BATCH), "--admin-token", ADMIN_TOKEN,
         *extra_args,
@@ -93,7 +96,7 @@ def serve(
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOKEND_")}
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    target = f"127.0.0.1:{port}"
+    target = f"{host}:{port}"
     try:
         make_probe = probe or (lambda t: Client(t, timeout=2, max_attempts=1))
         with make_probe(target) as probe_client:

@@ -18,14 +18,15 @@ HINT = "run `bash scripts/setup-test-tools.sh` (needs Node.js >= 18 and npm)"
 
 
 def run_node(
-    target: str, payload: dict[str, object], *, token: str | None = None
+    target: str, payload: dict[str, object], *args: str, token: str | None = None
 ) -> tuple[int, dict[str, Any], str]:
-    """(exit status, the JSON it printed, stderr); ``token``: the admin token, if any."""
+    """(exit status, the JSON it printed, stderr); ``args`` go to cli.js after the target;
+    ``token``: the admin token, if any."""
     node = shutil.which("node")
     assert node is not None, f"node is not on PATH: {HINT}"
     assert (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir(), f"npm packages: {HINT}"
     result = subprocess.run(
-        [node, str(NODE_DIR / "cli.js"), "--target", target,
+        [node, str(NODE_DIR / "cli.js"), "--target", target, *args,
          *(["--token", token] if token else [])],
         input=json.dumps(payload),
         capture_output=True,
