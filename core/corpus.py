@@ -102,6 +102,11 @@ def _checked_chunks(chunks: Iterable[object]) -> Iterator[str]:
         yield chunk
 
 
+def file_blocks(path: Path) -> Iterator[str]:
+    """A file's text in blocks, strict UTF-8 as stored (what ``open_sources`` reads)."""
+    return _read_utf8_blocks(path)
+
+
 def _read_utf8_blocks(path: Path) -> Iterator[str]:
     """Yield the file's text in blocks; a multi-byte character may straddle two reads."""
     decoder = codecs.getincrementaldecoder("utf-8")()

@@ -32,6 +32,7 @@ from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
 from tokend.core.train_count import CountPool, PieceCounter, use_compiled
+from tokend.core.training.ray_count import count_on_ray
 
 Pair = tuple[bytes, bytes]
 ProgressFn = Callable[[str, int, int], None]
@@ -45,6 +46,8 @@ MAX_WORKERS = 256
 PROGRESS_INTERVAL = 0.1
 # Minimum seconds between two calls of should_stop (it may be an RPC context check).
 STOP_INTERVAL = 0.05
+# Where the counting phase runs: worker processes here, or tasks on a Ray cluster.
+COUNTERS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class TrainStats:
     distinct_pretokens: int
     merges: int  # merges learned
     stopped_early: bool  # True when the corpus ran out of pairs before vocab_size
-    workers: int  # counting processes used (1 = counted in this process)
+    workers: int  # counting processes used (1 = counted in this process; Ray: tasks)
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds
 
     def to_dict(self) -> dict[str, object]:
@@ -163,6 +166,8 @@ def train_bpe(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     should_stop: StopFn | None = None,
+    counter: str = "local",
+    ray_address: str | None = None,
 ) -> TrainResult:
     """Train a byte-level BPE tokenizer on ``corpus`` (see the module docstring for semantics).
 
@@ -172,6 +177,11 @@ def train_bpe(
     total)`` is called at a steady rate for the phases ``count`` (bytes; total 0 when unknown),
     ``index`` (pretokens) and ``merge`` (merges). ``should_stop()`` is polled; when it returns
     True, Cancelled is raised within a fraction of a second and worker processes are stopped.
+
+    ``counter="ray"`` counts on a Ray cluster instead (``ray_address``: what ``ray.init``
+    takes; ``pip install 'tokend[ray]'``): one task per shard of files (paths every node can
+    read, or ``s3://`` objects), merged here; the merges are the same as a local run's
+    (``tokend.core.training.ray_count``).
 
     >>> r = train_bpe(iter(["low lower lowest"]), 258)
     >>> r.merges
@@ -192,21 +202,33 @@ def train_bpe(
         raise InvalidInput(f"workers must be a positive int or None, got {workers!r}")
     if workers is not None and workers > MAX_WORKERS:
         raise LimitExceeded("workers", workers, MAX_WORKERS)
+    if counter not in COUNTERS:
+        raise InvalidInput(f"counter must be one of {', '.join(COUNTERS)}, got {counter!r:.200}")
     pat_str = resolve_pattern(pattern)
     pattern_name = next((n for n, p in NAMED_PATTERNS.items() if pat_str == p), None)
     throttle = Throttle(progress, should_stop)
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
-    counted = _count_corpus(
-        corpus,
-        specials,
-        pat_str,
-        safe_cuts=pattern_name is not None,
-        workers=workers if workers is not None else _available_cpus(),
-        throttle=throttle,
-        should_stop=should_stop,
-    )
+    if counter == "ray":
+        counted = _count_on_ray(
+            corpus,
+            specials,
+            pat_str,
+            safe_cuts=pattern_name is not None,
+            address=ray_address,
+            throttle=throttle,
+        )
+    else:
+        counted = _count_corpus(
+            corpus,
+            specials,
+            pat_str,
+            safe_cuts=pattern_name is not None,
+            workers=workers if workers is not None else _available_cpus(),
+            throttle=throttle,
+            should_stop=should_stop,
+        )
     seconds["count"] = time.perf_counter() - start
 
     learner = _MergeLearner(counted.word_counts, throttle)
@@ -361,6 +383,32 @@ def _count_corpus(
         pool.close(graceful=True)
     throttle.report("count", bytes_read, total, force=True)
     return _Counted(word_counts, bytes_read, splitter.documents, seen, used)
+
+
+def _count_on_ray(
+    corpus: CorpusInput,
+    specials: list[str],
+    pat_str: str,
+    *,
+    safe_cuts: bool,
+    address: str | None,
+    throttle: _Throttle,
+) -> _Counted:
+    """Phase 1 on a Ray cluster: the same counts, from one task per shard of files."""
+    shard = count_on_ray(
+        corpus,
+        specials,
+        pat_str,
+        safe_cuts=safe_cuts,
+        compiled=use_compiled(),
+        address=address,
+        report=lambda done, total: throttle.report("count", done, total),
+        check=lambda: throttle.check("count"),
+    )
+    throttle.report("count", shard.bytes_read, shard.bytes_read, force=True)
+    return _Counted(
+        shard.word_counts, shard.bytes_read, shard.documents, shard.pretokens, shard.shards
+    )
 
 
 def _inverted(token: bytes) -> tuple[int, ...]:

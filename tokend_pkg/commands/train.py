@@ -5,6 +5,8 @@ publishes a new version into the registry (``--registry``, env ``TOKEND_REGISTRY
 data dir) — or, with ``--out DIR``, writes ``<name>.tiktoken`` and a ``<name>.json`` manifest
 (byte-bpe) or ``<name>.tokenizer.json`` (the other kinds).
 With ``--target HOST:PORT`` the corpus is streamed to a tokend server, which trains and publishes.
+With ``--ray ADDRESS`` (byte-level BPE) the counting phase runs as tasks on a Ray cluster (files
+every node can read, or ``s3://`` objects) and the merges here (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from typing import Any, TextIO
 
 from tokend.commands import remote
 from tokend.commands.progress import LineProgress
-from tokend.core.errors import Cancelled, TokendError
+from tokend.core.errors import Cancelled, FailedPrecondition, TokendError, Unavailable
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
-from tokend.core.train import TrainResult, TrainStats
+from tokend.core.train import TrainResult, TrainStats, train_bpe
 from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
 from tokend.core.training.kinds import DEFAULT_MODEL
+from tokend.core.training.objects import is_s3_url
 
 DESCRIPTION = """\
 Train a tokenizer on UTF-8 text files: byte-level BPE (the default), char, word-bpe, wordpiece
@@ -37,6 +40,7 @@ Locally (the default) it publishes a new version into the registry, or with --ou
 
 example: tokend train corpus.txt --vocab-size 32000 --special '<|endoftext|>' --name mytok
 example: tokend train corpus.txt --model wordpiece --vocab-size 8000 --special '[CLS]' --name bert
+example: tokend train s3://corpora/en/ --ray ray-head:6379 --vocab-size 32000 --name mytok
 """
 
 
@@ -47,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("corpus", nargs="+", type=Path, metavar="CORPUS", help="UTF-8 text files")
+    parser.add_argument("corpus", nargs="+", metavar="CORPUS",
+                        help="UTF-8 text files, or s3://BUCKET/KEY objects (a prefix ending in "
+                        "/ means every object under it)")
     parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
                         help="every id (byte-bpe: 256 bytes + merges + special tokens)")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN",
@@ -65,6 +71,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(publishes as well if --registry is given)")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="counting processes (default: the CPUs available)")
+    parser.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
+                        help="byte-bpe: count on this Ray cluster (HOST:PORT of the head, "
+                        "ray://HOST:10001, or auto); needs pip install 'tokend[ray]'")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--detach", action="store_true",
                         help="with --target: print the job id and return at once")
@@ -84,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             args,
             name=args.name,
             vocab_size=args.vocab_size,
-            corpus=args.corpus[0],
+            corpus=Path(args.corpus[0]),
             special_tokens=args.special,
             pattern=args.pattern,
             model=args.model,
@@ -92,21 +101,36 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         check_name(args.name)
+        if args.ray_address is not None and args.model != "byte-bpe":
+            return _fail(args, "INVALID_ARGUMENT",
+                         f"--ray counts for byte-level BPE only, not --model {args.model}")
         bar = None if args.quiet else ProgressBar(sys.stderr)
         try:
-            result = train_tokenizer(
-                args.corpus,
-                args.vocab_size,
-                args.special,
-                model=args.model,
-                pattern=args.pattern,
-                workers=args.workers,
-                progress=bar.update if bar else None,
-            )
+            result: TrainResult | TrainedTokenizer
+            if args.ray_address is not None:
+                result = train_bpe(
+                    args.corpus,
+                    args.vocab_size,
+                    args.special,
+                    pattern=args.pattern,
+                    progress=bar.update if bar else None,
+                    counter="ray",
+                    ray_address=args.ray_address,
+                )
+            else:
+                result = train_tokenizer(
+                    args.corpus,
+                    args.vocab_size,
+                    args.special,
+                    model=args.model,
+                    pattern=args.pattern,
+                    workers=args.workers,
+                    progress=bar.update if bar else None,
+                )
         finally:
             if bar:
                 bar.close()
-        corpus_info = _corpus_info(args.corpus)
+        corpus_info = _corpus_info(args.corpus, result.stats.bytes_read)
         training = _training_info(result)
         output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges),
                                   "model": result.model}
@@ -118,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail(args, "CANCELLED", "training interrupted; nothing was published", 130)
     except Cancelled as err:
         return _fail(args, "CANCELLED", str(err), 130)
+    except Unavailable as err:
+        return _fail(args, "UNAVAILABLE", str(err))
+    except FailedPrecondition as err:
+        return _fail(args, "FAILED_PRECONDITION", str(err))
     except (TokendError, ValueError, OSError) as err:
         return _fail(args, "INVALID_ARGUMENT", str(err))
     if args.json:
@@ -147,8 +175,14 @@ def _fail(args: argparse.Namespace, code: str, message: str, status: int = 1) ->
     return status
 
 
-def _corpus_info(paths: list[Path]) -> dict[str, object]:
-    """sha256 over the corpus files' bytes in order, their total size and names."""
+def _corpus_info(names: list[str], bytes_read: int) -> dict[str, object]:
+    """sha256 over the corpus files' bytes in order, their total size and names.
+
+    Objects in object storage are not read a second time here: their URLs and total size.
+    """
+    if any(is_s3_url(name) for name in names):
+        return {"bytes": bytes_read, "files": list(names)}
+    paths = [Path(name) for name in names]
     digest = hashlib.sha256()
     total = 0
     for path in paths:
