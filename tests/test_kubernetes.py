@@ -20,6 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tokend.cli import build_parser
 from tokend.server.config import add_arguments, config_from
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,3 +206,13 @@ class TestCrossReferences:
             assert {"secretRef": {"name": "tokend-credentials"}} in refs
         secret = one("Secret", "tokend-credentials")["stringData"]
         assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(secret)
+
+    def test_training_job_runs_tokend_train(self) -> None:
+        """The Job's command line parses as `tokend train` (an s3:// corpus kept as a URL)."""
+        c = container("Job")
+        assert c["command"] == ["tokend", "train"]
+        args = build_parser().parse_args(["train", *c["args"]])
+        assert args.corpus == ["s3://tokend/corpora/en/"]
+        assert args.vocab_size == 32000
+        assert args.target is None  # trains in the Job's pod and publishes to the registry
+        assert one("Job")["spec"]["template"]["spec"]["restartPolicy"] == "Never"
