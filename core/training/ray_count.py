@@ -30,9 +30,11 @@ from tokend.core.training import objects
 BATCH_CHARS = 1 << 18
 # Seconds between two looks at finished tasks (and at should_stop).
 POLL_SECONDS = 0.1
-# A shard holds files until it reaches about this many bytes (more shards than CPUs keeps
-# every CPU busy until the end, fewer keeps the per-task overhead and result transfers low).
+# A shard holds files until it reaches about this many bytes, or a quarter of the corpus's
+# share of one CPU of the cluster if that is less (more shards than CPUs keeps every CPU busy
+# until the end; fewer keeps the per-task overhead and result transfers low).
 SHARD_BYTES = 64 << 20
+SHARDS_PER_CPU = 4
 # Seconds to wait for a TCP connection to a cluster's head before calling it unreachable.
 CONNECT_SECONDS = 5.0
 # Most characters of a user-given value echoed back in an error.
@@ -197,7 +199,6 @@ def count_on_ray(
     ray = _import_ray()
     files = list_inputs(corpus)
     total = sum(f.size for f in files)
-    shards = plan_shards(files, SHARD_BYTES if shard_bytes is None else shard_bytes)
     sizes = {f.name: f.size for f in files}
     started_here = not ray.is_initialized()
     if started_here:
@@ -210,16 +211,41 @@ def count_on_ray(
                 f"{type(exc).__name__}: {str(exc)[:ECHO_CHARS]}"
             ) from None
     try:
+        if shard_bytes is None:
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            shard_bytes = min(SHARD_BYTES, max(1, total // (SHARDS_PER_CPU * cpus)))
+        shards = plan_shards(files, shard_bytes)
         task = ray.remote(num_cpus=1, max_retries=2)(_count_task)
+        nodes = _counting_nodes(ray)
         pending = {
-            task.remote(shard, list(special_tokens), pat_str, safe_cuts=safe_cuts,
-                        compiled=compiled): shard
-            for shard in shards
+            task.options(scheduling_strategy=_on_node(ray, nodes, i)).remote(
+                shard, list(special_tokens), pat_str, safe_cuts=safe_cuts, compiled=compiled
+            ): shard
+            for i, shard in enumerate(shards)
         }  # fmt: skip
         return _gather(ray, pending, sizes, total, report=report, check=check)
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _counting_nodes(ray: Any) -> list[str]:
+    """Ids of the alive nodes with CPUs, in a fixed order."""
+    return sorted(
+        n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0
+    )
+
+
+def _on_node(ray: Any, nodes: list[str], i: int) -> Any:
+    """Shard ``i`` goes to node ``i mod len(nodes)`` (soft: elsewhere if that node is gone),
+    so every node reads its share of the corpus instead of the first one queueing them all."""
+    if not nodes:
+        return "DEFAULT"
+    from ray.util.scheduling_strategies import (  # noqa: PLC0415 (optional dependency)
+        NodeAffinitySchedulingStrategy,
+    )
+
+    return NodeAffinitySchedulingStrategy(node_id=nodes[i % len(nodes)], soft=True)
 
 
 def _gather(

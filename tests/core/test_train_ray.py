@@ -147,7 +147,7 @@ class TestRayCounting:
     ) -> None:
         """Same vocab, merges in the same order, same statistics; both nodes counted."""
         files = corpus_files(tmp_path)
-        monkeypatch.setattr(ray_count, "SHARD_BYTES", 1)  # one shard per file: 5 tasks
+        monkeypatch.setattr(ray_count, "SHARDS_PER_CPU", 1000)  # one shard per file: 5 tasks
         local = train_bpe(files, 1200, [SPECIAL], workers=2)
         on_ray = train_bpe(files, 1200, [SPECIAL], counter="ray", ray_address=ray_cluster)
         assert on_ray.merges == local.merges
