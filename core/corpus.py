@@ -34,6 +34,7 @@ from pathlib import Path
 import regex
 
 from tokend.core.errors import InvalidInput
+from tokend.core.training import objects
 
 # How many bytes to read from a file at a time.
 READ_BLOCK_BYTES = 1 << 18
@@ -58,18 +59,19 @@ class Source:
 def open_sources(corpus: CorpusInput) -> list[Source]:
     """Turn the ``corpus`` argument of ``train_bpe`` into streams, checking files exist first.
 
-    A ``str`` or path-like is one file; a list or tuple is a list of files; any other iterable
+    A ``str`` or path-like is one file (or an ``s3://bucket/key`` object, or every object under
+    ``s3://bucket/prefix/``); a list or tuple is a list of those; any other iterable
     (a generator, an iterator, an open text file) is a stream of text chunks. Documents never
     span two files, but do span chunk boundaries of one stream. Files are decoded as strict
     UTF-8 exactly as stored: no newline translation, so ``\r\n`` stays two characters.
     """
     obj: object = corpus  # checked at run time: callers may pass anything
     if isinstance(obj, str | os.PathLike):
-        return [_file_source(obj)]
+        return _file_sources([obj])
     if isinstance(obj, list | tuple):
         if not obj:
             raise InvalidInput("corpus is an empty list of files; pass at least one path")
-        return [_file_source(p) for p in obj]
+        return _file_sources(obj)
     if isinstance(obj, bytes | bytearray):
         raise InvalidInput("corpus must be text or a path, not bytes; decode it first")
     if not isinstance(obj, Iterable):
@@ -78,6 +80,18 @@ def open_sources(corpus: CorpusInput) -> list[Source]:
             f"not {type(obj).__name__}"
         )
     return [Source("<chunks>", _checked_chunks(obj), None)]
+
+
+def _file_sources(items: Sequence[object]) -> list[Source]:
+    """Local files, and ``s3://`` objects (a prefix ending in ``/``: every object under it)."""
+    out: list[Source] = []
+    for item in items:
+        if isinstance(item, str) and objects.is_s3_url(item):
+            listed = objects.s3_list(item)
+            out += [Source(url, objects.s3_blocks(url), size) for url, size in listed]
+        else:
+            out.append(_file_source(item))
+    return out
 
 
 def _file_source(path: object) -> Source:

@@ -61,6 +61,12 @@ def s3_list(url: str) -> list[tuple[str, int]]:
     return sorted(found)
 
 
+def s3_blocks(url: str) -> Iterator[str]:
+    """The object's text in blocks, fetched when the first block is asked for."""
+    blocks, _ = s3_text_blocks(url)
+    yield from blocks
+
+
 def s3_text_blocks(url: str) -> tuple[Iterator[str], int]:
     """(the object's text in blocks, its size); strict UTF-8, as local files are read."""
     bucket, key = split_url(url)
