@@ -27,7 +27,7 @@ from tokend.core.errors import InvalidInput, TokendError, Unavailable
 from tokend.core.train import train_bpe
 from tokend.core.training import ray_count
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "corpora"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "corpora"
 RAY = Path(sys.executable).parent / "ray"
 START_TIMEOUT = 60.0
 SPECIAL = "<|endoftext|>"
@@ -241,3 +241,14 @@ def train_pattern() -> str:
     from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
 
     return resolve_pattern(DEFAULT_TRAIN_PATTERN)
+
+
+@pytest.mark.parametrize("name", ["ray_count", "objects"])
+def test_docstring_examples(name: str) -> None:
+    """The worked examples in the docstrings run and give what they say."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"tokend.core.training.{name}")
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
