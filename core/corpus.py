@@ -34,7 +34,6 @@ from pathlib import Path
 import regex
 
 from tokend.core.errors import InvalidInput
-from tokend.core.training import objects
 
 # How many bytes to read from a file at a time.
 READ_BLOCK_BYTES = 1 << 18
@@ -84,6 +83,9 @@ def open_sources(corpus: CorpusInput) -> list[Source]:
 
 def _file_sources(items: Sequence[object]) -> list[Source]:
     """Local files, and ``s3://`` objects (a prefix ending in ``/``: every object under it)."""
+    # subtle: imported here, as tokend.core.training's package imports this module.
+    from tokend.core.training import objects  # noqa: PLC0415
+
     out: list[Source] = []
     for item in items:
         if isinstance(item, str) and objects.is_s3_url(item):

@@ -32,7 +32,6 @@ from tokend.core.encoding import Encoding
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
 from tokend.core.train_count import CountPool, PieceCounter, use_compiled
-from tokend.core.training.ray_count import count_on_ray
 
 Pair = tuple[bytes, bytes]
 ProgressFn = Callable[[str, int, int], None]
@@ -392,9 +391,12 @@ def _count_on_ray(
     *,
     safe_cuts: bool,
     address: str | None,
-    throttle: _Throttle,
+    throttle: Throttle,
 ) -> _Counted:
     """Phase 1 on a Ray cluster: the same counts, from one task per shard of files."""
+    # subtle: imported here, as tokend.core.training's package imports this module.
+    from tokend.core.training.ray_count import count_on_ray  # noqa: PLC0415
+
     shard = count_on_ray(
         corpus,
         specials,
