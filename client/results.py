@@ -171,7 +171,8 @@ class TrainJob:
     pattern: str
     corpus_path: str
     state: JobState
-    # "count", "merge", "publish" (the server's phases); "" before the first report.
+    # "count", then "index"/"merge", "select" (char) or "seed"/"lattice"/"em" (unigram), then
+    # "publish" (the server's phases); "" before the first report.
     phase: str
     done: int
     total: int

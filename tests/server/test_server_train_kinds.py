@@ -1,8 +1,10 @@
 """Every tokenizer kind trained by the Train RPC on a real ``tokend serve``, then served.
 
 Each job streams the fixture corpus, publishes a version (the kind's tokenizer.json), and
-every RPC serves it: Encode ids equal HF ``tokenizers`` loading the stored file, CountTokens
-counts them, Decode gives HF's text. The kind is recorded in the job and the manifest.
+every RPC serves it: Encode and EncodeStream ids equal HF ``tokenizers`` loading the stored
+file, CountTokens counts them, Decode gives HF's text, Truncate keeps a prefix of those ids,
+Chunk covers the text, GetTokenizer reports HF's vocabulary size. The kind is recorded in
+the job and the manifest.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def test_kind_trains_publishes_and_serves(tokend_server, fixtures_dir, kind: str
                                                          texts=TEXTS, special_tokens=policy))
         decoded = [stub.Decode(pb.DecodeRequest(tokenizer=final.published,
                                                 ids=r.ids)).text for r in encoded.results]
+        long_text = " ".join(TEXTS[:1] * 8)
+        streamed: list[int] = []
+        for message in stub.EncodeStream(iter([pb.EncodeStreamRequest(
+                tokenizer=final.published, text=long_text)])):
+            streamed += message.ids
+        cut = stub.Truncate(pb.TruncateRequest(tokenizer=final.published, text=long_text,
+                                               max_tokens=10))
+        chunks = [c for m in stub.Chunk(pb.ChunkRequest(
+            tokenizer=final.published, text=long_text, max_tokens=16)) for c in m.chunks]
+        manifest_rpc = stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer=final.published))
     registry = Registry(tokend_server.registry)
     manifest = registry.manifest(final.published)
     assert manifest["training"]["model"] == kind
@@ -64,6 +76,12 @@ def test_kind_trains_publishes_and_serves(tokend_server, fixtures_dir, kind: str
     data = registry.load_data(final.published)
     assert data.fmt == "hf-json" and data.file is not None
     hf = Tokenizer.from_str(data.file.decode("utf-8"))
+    long_ids = hf.encode(long_text, add_special_tokens=False).ids
+    assert streamed == long_ids
+    assert cut.truncated and cut.count <= 10 and list(cut.ids) == long_ids[: len(cut.ids)]
+    assert "".join(c.text for c in chunks) == long_text
+    assert all(c.count <= 16 for c in chunks)
+    assert manifest_rpc.manifest.vocab_size == hf.get_vocab_size()
     for text, result, count, text_back in zip(TEXTS, encoded.results, counted.counts, decoded,
                                              strict=True):
         ids = hf.encode(text, add_special_tokens=False).ids

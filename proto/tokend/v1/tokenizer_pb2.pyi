@@ -1227,7 +1227,9 @@ class TrainJob(_message.Message):
     job_id: _builtins.str
     state: Global___TrainJobState.ValueType
     phase: _builtins.str
-    """"count", "merge", "publish"."""
+    """"count", then "index" and "merge" (byte-bpe, word-bpe, wordpiece), "select" (char) or
+    "seed", "lattice" and "em" (unigram), then "publish".
+    """
     done: _builtins.int
     """Progress within the phase: done of total (e.g. merges done of merges to do)."""
     total: _builtins.int
