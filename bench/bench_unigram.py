@@ -10,7 +10,8 @@ and HF get the same lines, Metaspace-split (``▁`` for spaces, one per line sta
 text is encoded line by line: sentencepiece by itself, tokend's result through its exported
 tokenizer.json in HF ``tokenizers`` (ids equal to tokend's own pipeline, see
 tests/core/training/test_unigram_export.py), HF by itself. tokend's time includes counting
-the pretokens.
+the pretokens. ``tokend-spmseed`` is tokend with ``whole_word_seeds=False`` (SentencePiece's
+own seeding, where a word always followed by a space is no seed candidate; docs/training.md).
 
     .venv/bin/python bench/bench_unigram.py                # corpus.en 1k, shakespeare 4 MB 1k/8k
     .venv/bin/python bench/bench_unigram.py --repeat 1 --mb 1
@@ -59,12 +60,15 @@ def timed(fn: Callable[[], object]) -> tuple[object, float, float]:
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
 
-def run_tokend(train: list[str], held: list[str], vocab: int) -> tuple[int, float, float]:
+def run_tokend(
+    train: list[str], held: list[str], vocab: int, *, whole_word_seeds: bool = True
+) -> tuple[int, float, float]:
     from tokenizers import Tokenizer  # noqa: PLC0415
 
     from tokend.core.training.unigram import train_unigram  # noqa: PLC0415
 
-    result, cpu, wall = timed(lambda: train_unigram(metaspace_counts(train), vocab))
+    result, cpu, wall = timed(lambda: train_unigram(
+        metaspace_counts(train), vocab, whole_word_seeds=whole_word_seeds))
     tok = Tokenizer.from_str(json.dumps(result.tokenizer_json()))  # type: ignore[attr-defined]
     return sum(len(e.ids) for e in tok.encode_batch(held)), cpu, wall
 
@@ -97,7 +101,13 @@ def run_hf(train: list[str], held: list[str], vocab: int) -> tuple[int, float, f
     return sum(len(e.ids) for e in tok.encode_batch(held)), cpu, wall
 
 
-RUNNERS = {"sentencepiece": run_sentencepiece, "tokend": run_tokend, "hf": run_hf}
+def run_tokend_spm_seeds(train: list[str], held: list[str], vocab: int) -> tuple[int, float, float]:
+    """tokend with SentencePiece's own seeding (whole_word_seeds=False, docs/training.md)."""
+    return run_tokend(train, held, vocab, whole_word_seeds=False)
+
+
+RUNNERS = {"sentencepiece": run_sentencepiece, "tokend": run_tokend,
+           "tokend-spmseed": run_tokend_spm_seeds, "hf": run_hf}
 
 
 def bench(name: str, text: str, vocab: int, repeat: int) -> None:
@@ -115,10 +125,10 @@ def bench(name: str, text: str, vocab: int, repeat: int) -> None:
     ref_tokens, ref_cpu, ref_wall = rows["sentencepiece"]
     print(f"\n{name}: {sum(len(x.encode()) + 1 for x in train):,} training bytes, "
           f"{held_bytes:,} held-out bytes, vocab {vocab:,} (best of {repeat})")
-    print(f"{'trainer':<14}{'tokens/byte':>12}{'vs spm':>8}{'cpu s':>8}{'vs spm':>8}"
+    print(f"{'trainer':<16}{'tokens/byte':>12}{'vs spm':>8}{'cpu s':>8}{'vs spm':>8}"
           f"{'wall s':>8}{'vs spm':>8}")
     for trainer, (tokens, cpu, wall) in rows.items():
-        print(f"{trainer:<14}{tokens / held_bytes:>12.4f}{tokens / ref_tokens:>8.3f}"
+        print(f"{trainer:<16}{tokens / held_bytes:>12.4f}{tokens / ref_tokens:>8.3f}"
               f"{cpu:>8.2f}{cpu / ref_cpu:>8.2f}{wall:>8.2f}{wall / ref_wall:>8.2f}")
 
 
