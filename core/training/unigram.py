@@ -47,6 +47,7 @@ StopFn = Callable[[], bool]
 EXPECTED_FREQUENCY_THRESHOLD = 0.5  # SentencePiece's kExpectedFrequencyThreshold
 MIN_SCORE_PENALTY_DELTA = 0.0001  # SentencePiece's kMinScorePenaltyDelta
 UNK_TOKEN = "<unk>"
+MAX_PIECE_LENGTH = 256  # characters; SentencePiece's default is 16
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,18 @@ def train_unigram(
         raise InvalidInput(f"character_coverage must be in (0, 1], got {character_coverage}")
     if not 0.0 < shrinking_factor < 1.0:
         raise InvalidInput(f"shrinking_factor must be in (0, 1), got {shrinking_factor}")
+    if not isinstance(unk_token, str) or not unk_token:
+        raise InvalidInput(f"unk_token must be a non-empty string, got {shown(unk_token)}")
+    # the compiled kernel keeps one piece's characters in a fixed buffer of 256
+    if not 1 <= max_piece_length <= MAX_PIECE_LENGTH:
+        raise InvalidInput(
+            f"max_piece_length must be in 1..{MAX_PIECE_LENGTH}, got {max_piece_length}"
+        )
+    if seed_size < 0 or num_sub_iterations < 1:
+        raise InvalidInput(
+            f"seed_size must be >= 0 and num_sub_iterations >= 1, got {seed_size} and "
+            f"{num_sub_iterations}"
+        )
     clock = _Clock(progress, should_stop)
     seconds: dict[str, float] = {}
     began = time.perf_counter()

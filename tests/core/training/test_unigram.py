@@ -138,6 +138,22 @@ class TestInputs:
         with pytest.raises(InvalidInput, match="pretoken"):
             train_unigram(counts, 10)
 
+    @pytest.mark.parametrize(
+        ("option", "value", "message"),
+        [
+            ("character_coverage", 0.0, "character_coverage"),
+            ("shrinking_factor", 1.0, "shrinking_factor"),
+            ("unk_token", "", "unk_token"),
+            ("max_piece_length", 0, "max_piece_length"),
+            ("max_piece_length", 257, "max_piece_length"),
+            ("num_sub_iterations", 0, "num_sub_iterations"),
+        ],
+    )
+    def test_bad_options(self, option: str, value: object, message: str) -> None:
+        """Each option out of range is refused, naming it."""
+        with pytest.raises(InvalidInput, match=message):
+            train_unigram({"▁a": 1}, 10, **{option: value})  # type: ignore[arg-type]
+
     def test_duplicate_special_token(self) -> None:
         with pytest.raises(InvalidInput, match="twice"):
             train_unigram({"▁a": 1}, 10, ["<s>", "<s>"])
