@@ -12,7 +12,8 @@
 //                        chunk?: {text, max_tokens, overlap?},
 //                        train?: {name, vocab_size, model?, special_tokens?, corpus},
 //                        report?: {tokenizers: [string], texts?: [string], languages?},
-//                        repeat?: N (then N more CountTokens calls of the texts) }.
+//                        repeat?: N (then N more CountTokens calls of the texts),
+//                        repeat_interval_ms?: pause before each repeated call }.
 // With train, the job runs first (needs --token when the server sets one) and is awaited;
 // an empty tokenizer then means the version it published.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
@@ -115,6 +116,9 @@ async function main() {
     if (input.repeat) {
       output.repeated = [];
       for (let i = 0; i < input.repeat; i += 1) {
+        if (input.repeat_interval_ms) {
+          await new Promise((done) => { setTimeout(done, input.repeat_interval_ms); });
+        }
         const reply = await client.countTokens(input.tokenizer, input.texts);
         output.repeated.push(reply.total);
       }
