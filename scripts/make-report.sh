@@ -19,5 +19,5 @@ args=(o200k_base cl100k_base r50k_base
   --vocab-sizes 300,500,1000,2000,5000,10000)
 .venv/bin/tokend report "${args[@]}" --json --plot "$OUT/report.png" --plot "$OUT/report.svg" \
   > "$OUT/report.json"
-.venv/bin/tokend report "${args[@]}" > "$OUT/report.txt" 2>/dev/null
+.venv/bin/tokend report --from-json "$OUT/report.json" > "$OUT/report.txt"
 echo "wrote $OUT/report.png, report.svg, report.json, report.txt"

@@ -21,7 +21,13 @@ from tokend.core.report.languages import (
     load_parallel_corpus,
 )
 from tokend.core.report.metrics import TokenizerMetrics, measure, measure_all
-from tokend.core.report.report import REPORT_FORMAT, Report, build_report, corpus_texts
+from tokend.core.report.report import (
+    REPORT_FORMAT,
+    Report,
+    build_report,
+    corpus_texts,
+    report_from_dict,
+)
 from tokend.core.report.text import format_report
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "load_parallel_corpus",
     "measure",
     "measure_all",
+    "report_from_dict",
     "training_kinds",
     "vocab_curve",
 ]

@@ -103,8 +103,10 @@ def _curve(ax: Any, report: Report) -> None:
     for j, (kind, points) in enumerate(kinds.items()):
         xs, ys = zip(*sorted(points), strict=True)
         ax.plot(xs, ys, marker="o", label=f"trained: {kind}", color=f"C{(first + j) % 10}")
-        for x, y in zip(xs, ys, strict=True):
-            ax.annotate(f"{y:,}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        if len(kinds) == 1:  # with several kinds the numbers overlap; the table has them
+            for x, y in zip(xs, ys, strict=True):
+                ax.annotate(f"{y:,}", (x, y), textcoords="offset points", xytext=(4, 4),
+                            fontsize=7)
     for name, tokens in report.heldout_tokens:
         ax.axhline(tokens, linestyle=":", linewidth=1.2, color=_color(report, name),
                    label=f"{name}: {tokens:,}")
@@ -112,8 +114,18 @@ def _curve(ax: Any, report: Report) -> None:
     sizes = sorted({p.vocab_size for p in report.curve})
     ax.set_xticks(sizes, [f"{s:,}" for s in sizes], fontsize=8)
     ax.minorticks_off()
+    ylabel = "tokens of the held-out text"
+    counts = [p.tokens for p in report.curve if p.tokens] + [t for _, t in report.heldout_tokens]
+    if counts and max(counts) > 3 * min(counts):  # e.g. a flat char-level line far above
+        from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: PLC0415
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
+        ax.minorticks_off()
+        ylabel += " (log scale)"
     ax.set_xlabel("vocabulary size (log scale)")
-    ax.set_ylabel("tokens of the held-out text")
+    ax.set_ylabel(ylabel)
     ax.set_title("Tokens vs vocabulary size", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -132,7 +144,7 @@ def render_plot(report: Report, fmt: str) -> bytes:
                        max(1.0, len(report.metrics) / 1.5))
     if report.curve:
         rows.append(["curve", "curve"])
-        heights.append(4.5)
+        heights.append(4.5 if len({p.kind for p in report.curve}) == 1 else 6.0)
     fig, axes = plt.subplot_mosaic(rows, figsize=(10, sum(heights) + 0.6 * len(rows)),
                                    height_ratios=heights, layout="constrained")
     draw = {"bytes": _bytes_per_token, "words": _tokens_per_word, "languages": _languages,

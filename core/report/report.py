@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from tokend.core.errors import InvalidInput
+from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.report.curve import CurvePoint
 from tokend.core.report.languages import (
     LanguageCost,
@@ -21,6 +23,7 @@ from tokend.core.report.metrics import TokenizerMetrics, encode_text, measure_al
 from tokend.core.tokenizer import Tokenizer
 
 REPORT_FORMAT = "tokend-report-1"
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,33 @@ class Report:
             "curve": [point.to_dict() for point in self.curve],
             "heldout_tokens": dict(self.heldout_tokens),
         }
+
+
+def report_from_dict(data: Mapping[str, Any]) -> Report:
+    """The Report a ``to_dict`` (``tokend report --json``) holds: re-draw or re-print it.
+
+    Ratios are recomputed from the counts; an unknown format or a missing field is
+    CorruptData naming it.
+    """
+    if not isinstance(data, Mapping) or data.get("format") != REPORT_FORMAT:
+        raise CorruptData(f"not a saved report: 'format' must be {REPORT_FORMAT!r}")
+    try:
+        heldout = data.get("heldout_tokens", {})
+        return Report(
+            texts_source=str(data["texts_source"]),
+            metrics=tuple(_rows(TokenizerMetrics, data["tokenizers"])),
+            languages=tuple(_rows(LanguageCost, data.get("languages", []))),
+            curve=tuple(_rows(CurvePoint, data.get("curve", []))),
+            heldout_tokens=tuple((str(k), int(v)) for k, v in heldout.items()),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptData(f"saved report: missing or malformed field {exc}") from None
+
+
+def _rows(cls: type[_Row], rows: Sequence[Mapping[str, Any]]) -> list[_Row]:
+    """Each row's fields for ``cls`` (a dataclass), the derived ratios left out."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    return [cls(**{name: row[name] for name in names}) for row in rows]
 
 
 def corpus_texts(corpus: ParallelCorpus) -> list[str]:

@@ -27,6 +27,7 @@ from tokend.core.report import (
     build_report,
     format_report,
     load_parallel_corpus,
+    report_from_dict,
     training_kinds,
     vocab_curve,
 )
@@ -76,6 +77,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help=f"training kinds for the curve (default: all: "
                         f"{','.join(training_kinds())})")
     parser.add_argument("--workers", type=int, metavar="N", help="counting processes to train")
+    parser.add_argument("--from-json", type=Path, metavar="FILE",
+                        help="print / draw a report saved with --json instead of measuring")
     parser.add_argument("--plot", action="append", type=Path, default=[], metavar="FILE",
                         help="draw the report into FILE.png or FILE.svg (repeatable)")
     parser.add_argument("--registry", type=Path, metavar="DIR",
@@ -131,6 +134,15 @@ def run(args: argparse.Namespace) -> int:
 
 def make_report(args: argparse.Namespace) -> Report:
     """Load the tokenizers and texts the arguments name, train the curve, measure."""
+    if args.from_json is not None:
+        if args.tokenizers or args.text or args.curve_corpus or args.target is not None:
+            raise InvalidInput("--from-json shows a saved report: give no tokenizers, --text, "
+                               "--curve-corpus or --target with it")
+        try:
+            saved = json.loads(args.from_json.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidInput(f"{args.from_json}: not a JSON report ({exc})") from None
+        return report_from_dict(saved)
     refs = list(args.tokenizers) or list(DEFAULT_TOKENIZERS)
     if args.target is not None:
         if args.parallel is not None or args.curve_corpus:

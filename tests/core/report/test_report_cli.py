@@ -106,3 +106,37 @@ class TestReportCommand:
         path.write_bytes(b"YQ== 0\nYg== 1\n")
         assert main(["report", str(path)]) == 1
         assert "tokend registry import NAME" in capsys.readouterr().err
+
+
+class TestSavedReport:
+    def test_json_round_trips_and_prints_the_same_tables(
+        self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--from-json on a --json output: the same Report, the same table as measuring."""
+        from tokend.core.report import report_from_dict
+
+        corpus = fixtures_dir / "corpora" / "tinystories_sample.txt"
+        args = ["report", "o200k_base", "--curve-corpus", str(corpus), "--vocab-sizes", "270",
+                "--kinds", "byte-bpe", "--workers", "1"]
+        assert main([*args, "--json"]) == 0
+        saved = capsys.readouterr().out
+        data = json.loads(saved)
+        assert report_from_dict(data).to_dict() == data
+        assert main(args) == 0
+        table = capsys.readouterr().out
+        path = tmp_path / "r.json"
+        path.write_text(saved, "utf-8")
+        assert main(["report", "--from-json", str(path)]) == 0
+        # The curve's seconds are measured anew by each run; everything else must agree.
+        strip = [line for line in table.splitlines() if not line.startswith("byte-bpe")]
+        again = capsys.readouterr().out.splitlines()
+        assert [line for line in again if not line.startswith("byte-bpe")] == strip
+        assert sum(line.startswith("byte-bpe") for line in again) == 1
+
+    def test_a_file_that_is_no_report_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "r.json"
+        path.write_text('{"format": "other"}', "utf-8")
+        assert main(["report", "--from-json", str(path)]) == 1
+        assert "not a saved report" in capsys.readouterr().err
