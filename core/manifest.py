@@ -95,6 +95,11 @@ def read_manifest(path: Path, *, name: str, version: int) -> dict[str, Any]:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise CorruptData(f"{path}: manifest is missing") from None
+    return parse_manifest(raw, str(path), name=name, version=version)
+
+
+def parse_manifest(raw: bytes, path: str, *, name: str, version: int) -> dict[str, Any]:
+    """Check the manifest bytes ``raw`` of ``name@version`` (``path`` names it in errors)."""
     try:
         manifest = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

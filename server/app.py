@@ -150,7 +150,7 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     metrics.BUILD_INFO.labels(__version__, ENGINE).set(1)
     registry = Registry(config.registry)
     tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
-    jobs = JobStore(config.jobs_dir)
+    jobs = JobStore(config.jobs_path)
     state = ServerState()
     # Few calls at once, each on the most recently idle thread (executor.py): one GIL runs
     # them all, and fewer threads contending for it cost less CPU per call.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 import platformdirs
 
 from tokend.core.cache import DEFAULT_CACHE_ENTRIES
+from tokend.core.registry.store import check_location, url_scheme
 from tokend.server.executor import LONG_CALL_SECONDS
 
 MiB = 1 << 20
@@ -24,6 +25,20 @@ MiB = 1 << 20
 def default_registry_dir() -> Path:
     """Where the registry lives when neither --registry nor TOKEND_REGISTRY says."""
     return Path(platformdirs.user_data_dir("tokend")) / "registry"
+
+
+def default_jobs_dir() -> Path:
+    """Training job state when the registry is not a local folder (see ``jobs_path``)."""
+    return Path(platformdirs.user_data_dir("tokend")) / "jobs"
+
+
+def registry_location(text: str) -> Path | str:
+    """A ``--registry`` value: a folder path, or a URL kept as text (``s3://bucket/prefix``).
+
+    subtle: ``Path("s3://b/p")`` would collapse to ``s3:/b/p``, a folder in the working
+    directory; URLs stay strings and unsupported schemes are refused by ``__post_init__``.
+    """
+    return text if url_scheme(text) is not None else Path(text)
 
 
 def available_cpus() -> int:
@@ -40,7 +55,8 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 50051
-    registry: Path = field(default_factory=default_registry_dir)
+    registry: Path | str = field(default_factory=default_registry_dir)  # folder or s3:// URL
+    jobs_dir: Path | None = None  # None: <registry>/.jobs, or the user data dir for s3://
     metrics_port: int = 9464  # 0 disables the /metrics endpoint
     workers: int = field(default_factory=available_cpus)
     threads: int = 16  # gRPC handler threads per worker process
@@ -73,6 +89,7 @@ class ServerConfig:
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:
+        check_location(self.registry)  # InvalidInput (a ValueError) naming an unknown scheme
         for name in ("port", "metrics_port"):
             value = getattr(self, name)
             if not 0 <= value <= 65535:
@@ -106,8 +123,17 @@ class ServerConfig:
             )
 
     @property
-    def jobs_dir(self) -> Path:
-        """Training job state, shared by every worker process (see jobs.py)."""
+    def jobs_path(self) -> Path:
+        """Training job state, shared by every worker process (see jobs.py).
+
+        Jobs are processes of this machine, so their state stays on local disk: beside a local
+        registry, or under the user data dir (or ``--jobs-dir``) when the registry is in object
+        storage; only the finished tokenizer goes to the shared registry.
+        """
+        if self.jobs_dir is not None:
+            return self.jobs_dir
+        if isinstance(self.registry, str):
+            return default_jobs_dir()
         return self.registry / ".jobs"
 
     @property
@@ -116,10 +142,13 @@ class ServerConfig:
 
 
 # (field, flag, env, type, help) for every setting; the parser and the env reader share it.
-_SETTINGS: tuple[tuple[str, str, type, str], ...] = (
+_SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("host", "TOKEND_HOST", str, "interface to bind (default 127.0.0.1)"),
     ("port", "TOKEND_PORT", int, "port to bind, shared by all workers (0: pick a free one)"),
-    ("registry", "TOKEND_REGISTRY", Path, "registry folder (default: user data dir)"),
+    ("registry", "TOKEND_REGISTRY", registry_location,
+     "registry folder or s3://bucket/prefix (default: user data dir)"),
+    ("jobs_dir", "TOKEND_JOBS_DIR", Path,
+     "training job state (default: <registry>/.jobs; user data dir for an s3:// registry)"),
     ("metrics_port", "TOKEND_METRICS_PORT", int, "Prometheus /metrics port (0 disables)"),
     ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
     ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
@@ -180,7 +209,8 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> ServerConfi
             try:
                 value = kind(raw)
             except ValueError:
-                raise ValueError(f"{env_name}={raw!r} is not a valid {kind.__name__}") from None
+                what = getattr(kind, "__name__", "value")
+                raise ValueError(f"{env_name}={raw!r} is not a valid {what}") from None
         if value is not None:
             values[name] = value
     return ServerConfig(**values)  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ class JobRunner:
     """Poll the job store; keep up to ``concurrency`` trainers running."""
 
     def __init__(
-        self, store: JobStore, registry: Path, *, concurrency: int = 1, train_workers: int = 1
+        self, store: JobStore, registry: Path | str, *, concurrency: int = 1, train_workers: int = 1
     ) -> None:
         self.store = store
         self.registry = registry

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 import grpc
@@ -66,8 +67,10 @@ class TokenizerService(TrainingService):
     def __init__(self, config: ServerConfig, tokenizers: Tokenizers, jobs: JobStore) -> None:
         super().__init__(config, jobs)
         self.tokenizers = tokenizers
-        # The shipped model table plus the registry's models.json (re-read when it changes).
-        self.models = ModelCatalogue.for_registry(tokenizers.registry.root)
+        # The shipped model table plus the registry's models.json (re-read when it changes);
+        # a registry in object storage has no such file (docs/registry.md).
+        folder = tokenizers.registry.store.local_root
+        self.models = ModelCatalogue.for_registry(Path(folder)) if folder else ModelCatalogue()
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -138,7 +138,7 @@ class Supervisor:
         config = self.config
         check_files(config)
         Registry(config.registry)  # creates it if missing; fails early if it is unusable
-        store = JobStore(config.jobs_dir)
+        store = JobStore(config.jobs_path)
         reserved = reserve_port(config.host, config.port)
         self.port = reserved.getsockname()[1]
         metrics_server = None

@@ -84,7 +84,7 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def run(job_dir: Path, registry_root: Path, workers: int) -> int:
+def run(job_dir: Path, registry_root: Path | str, workers: int) -> int:
     store = JobStore(job_dir.parent)
     job_id = job_dir.name
     job = store.read(job_id)
@@ -171,7 +171,7 @@ def _publish(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokend.server.trainer")
     parser.add_argument("job_dir", type=Path)
-    parser.add_argument("--registry", type=Path, required=True)
+    parser.add_argument("--registry", required=True)  # a folder or an s3:// URL
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
     store = JobStore(args.job_dir.parent)

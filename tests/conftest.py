@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import seaweed
+from registry_backends import Backend, local_backend, s3_backend
 from tokend_process import ServedProcess, start_tokend
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -61,3 +63,33 @@ def tokend_factory(tmp_path: Path) -> Iterator[Callable[..., ServedProcess]]:
     yield start
     for served in started:
         served.stop()
+
+
+# -- registries: a folder and S3-compatible object storage (a real SeaweedFS) -------------------
+
+
+@pytest.fixture(scope="session")
+def seaweed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[seaweed.Seaweed]:
+    """One ``weed server`` with its S3 gateway on loopback for the whole session."""
+    server = seaweed.start(tmp_path_factory.mktemp("seaweed"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_backend_env(
+    seaweed_server: seaweed.Seaweed, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """The AWS variables pointing boto3 at the test server, set for this test."""
+    env = seaweed_server.env()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A fresh, empty registry location: once as a folder, once as an S3 prefix."""
+    if request.param == "local":
+        return local_backend(tmp_path / "reg")
+    return s3_backend(request.getfixturevalue("s3_backend_env"))

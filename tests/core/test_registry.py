@@ -1,4 +1,8 @@
-"""The registry: names, publish/resolve/load, aliases, delete, corruption and generation."""
+"""The registry: names, publish/resolve/load, aliases, delete, corruption and generation.
+
+Every test taking ``reg`` runs twice: on a local folder and on an S3 prefix of a real SeaweedFS
+(``backend`` fixture in tests/conftest.py); ``raw`` tampers with the stored files of either.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from registry_backends import Backend, LocalRaw, S3Raw
 
 from tokend.core.errors import (
     AlreadyExists,
@@ -57,7 +62,18 @@ def small_ranks(extra: int = 20) -> dict[bytes, int]:
 
 
 @pytest.fixture
-def reg(tmp_path: Path) -> Registry:
+def reg(backend: Backend) -> Registry:
+    return backend.open()
+
+
+@pytest.fixture
+def raw(backend: Backend) -> LocalRaw | S3Raw:
+    return backend.raw
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Registry:
+    """A folder registry, for tests of the local store's own machinery (staging, flocks)."""
     return Registry(tmp_path / "reg", include_builtins=False)
 
 
@@ -105,9 +121,11 @@ class TestNames:
             parse_ref(ref)
 
     @pytest.mark.parametrize("name", BAD_NAMES)
-    def test_registry_refuses_bad_names_everywhere(self, reg: Registry, name: str) -> None:
-        """Publishing, resolving, aliasing and deleting a hostile name never touch the disk."""
-        before = sorted(p.name for p in reg.root.parent.rglob("*"))
+    def test_registry_refuses_bad_names_everywhere(
+        self, reg: Registry, raw: LocalRaw | S3Raw, name: str
+    ) -> None:
+        """Publishing, resolving, aliasing and deleting a hostile name never touch storage."""
+        before = raw.keys()
         with pytest.raises(InvalidName):
             reg.publish(name, ranks=small_ranks(), pat_str=GPT2_PATTERN, special_tokens={})
         with pytest.raises(InvalidName):
@@ -116,7 +134,7 @@ class TestNames:
             reg.set_alias(name, "stable", 1)
         with pytest.raises(InvalidName):
             reg.delete(name)
-        assert sorted(p.name for p in reg.root.parent.rglob("*")) == before
+        assert raw.keys() == before
 
 
 class TestPublish:
@@ -129,11 +147,11 @@ class TestPublish:
         assert data.special_tokens == {"<|endoftext|>": 276}
         assert data.resolved.ref == "tok@1"
 
-    def test_manifest_records_everything(self, reg: Registry) -> None:
+    def test_manifest_records_everything(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
         manifest = reg.manifest("tok@1")
-        ranks_file = reg.root / "tok" / "1" / "ranks.tiktoken"
-        assert manifest["files"]["ranks.tiktoken"]["bytes"] == ranks_file.stat().st_size
+        ranks_file = raw.read("tok/1/ranks.tiktoken")
+        assert manifest["files"]["ranks.tiktoken"]["bytes"] == len(ranks_file)
         assert manifest["pattern"] == GPT2_PATTERN
         assert manifest["pattern_name"] == "gpt2"
         assert manifest["n_vocab"] == 277
@@ -141,7 +159,7 @@ class TestPublish:
         assert manifest["corpus"] == {"sha256": "0" * 64, "bytes": 123}
         assert manifest["tool"]["name"] == "tokend"
         assert manifest["format_version"] == 1
-        assert parse_tiktoken_bpe(ranks_file.read_bytes()) == small_ranks()
+        assert parse_tiktoken_bpe(ranks_file) == small_ranks()
 
     def test_versions_increase(self, reg: Registry) -> None:
         assert [publish(reg) for _ in range(3)] == [1, 2, 3]
@@ -160,12 +178,12 @@ class TestPublish:
             reg.resolve("tok")
         assert publish(reg) == 4
 
-    def test_version_counter_survives_counter_loss(self, reg: Registry) -> None:
+    def test_version_counter_survives_counter_loss(self, local: Registry) -> None:
         """Without its counter file, the highest directory still bounds the next version."""
-        publish(reg)
-        publish(reg)
-        (reg.root / "tok" / "counter.json").unlink()
-        assert publish(reg) == 3
+        publish(local)
+        publish(local)
+        (Path(local.location) / "tok" / "counter.json").unlink()
+        assert publish(local) == 3
 
     @pytest.mark.parametrize(
         ("ranks", "specials", "match"),
@@ -229,20 +247,31 @@ class TestPublish:
         assert infos["a"].aliases == {"stable": 1}
         assert not infos["a"].builtin
 
-    def test_staging_is_empty_after_publish(self, reg: Registry) -> None:
+    def test_staging_is_empty_after_publish(self, local: Registry) -> None:
+        publish(local)
+        assert list((Path(local.location) / ".staging").iterdir()) == []
+
+    def test_a_publish_stores_its_files_and_nothing_else(
+        self, reg: Registry, raw: LocalRaw | S3Raw
+    ) -> None:
+        """After a publish only the version's files, its counter and the stamp are stored."""
         publish(reg)
-        assert list((reg.root / ".staging").iterdir()) == []
+        version_keys = [k for k in raw.keys() if k.startswith("tok/1/")]  # noqa: SIM118 (not a dict)
+        assert {k.rsplit("/", 1)[1] for k in version_keys} <= {
+            "manifest.json", "ranks.tiktoken", ".reserved"
+        }
+        assert {"tok/1/manifest.json", "tok/1/ranks.tiktoken"} <= set(version_keys)
 
 
 class TestAliases:
-    def test_alias_resolves_and_moves(self, reg: Registry) -> None:
+    def test_alias_resolves_and_moves(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
         publish(reg)
         reg.set_alias("tok", "stable", 1)
         assert reg.resolve("tok@stable").version == 1
         reg.set_alias("tok", "stable", 2)
         assert reg.resolve("tok@stable").version == 2
-        assert json.loads((reg.root / "tok" / "aliases.json").read_text()) == {"stable": 2}
+        assert json.loads(raw.read("tok/aliases.json")) == {"stable": 2}
 
     def test_alias_to_missing_version_is_refused(self, reg: Registry) -> None:
         publish(reg)
@@ -258,12 +287,14 @@ class TestAliases:
             reg.resolve("tok@stable")
 
     @pytest.mark.parametrize("alias", [*BAD_NAMES, "42", "latest"])
-    def test_hostile_aliases_are_refused(self, reg: Registry, alias: str) -> None:
+    def test_hostile_aliases_are_refused(
+        self, reg: Registry, raw: LocalRaw | S3Raw, alias: str
+    ) -> None:
         """No alias that breaks the rule (or is a version, or 'latest') is ever written."""
         publish(reg)
         with pytest.raises(InvalidName):
             reg.set_alias("tok", alias, 1)
-        assert not (reg.root / "tok" / "aliases.json").exists()
+        assert not raw.exists("tok/aliases.json")
 
     def test_remove_alias(self, reg: Registry) -> None:
         publish(reg)
@@ -300,80 +331,84 @@ class TestDelete:
         with pytest.raises(UnknownTokenizer):
             reg.delete("nope@1")
 
-    def test_deleted_version_is_gone(self, reg: Registry) -> None:
+    def test_deleted_version_is_gone(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
         publish(reg)
         reg.delete("tok@1")
         with pytest.raises(UnknownTokenizer, match="versions: 2"):
             reg.resolve("tok@1")
-        assert not (reg.root / "tok" / "1").exists()
+        # Only the version marker of an object store stays (it keeps the number taken).
+        left = [k for k in raw.keys() if k.startswith("tok/1/")]  # noqa: SIM118 (not a dict)
+        assert left in ([], ["tok/1/.reserved"])
 
 
 class TestCorruption:
-    def _ranks_file(self, reg: Registry, version: int = 1) -> Path:
-        return reg.root / "tok" / str(version) / "ranks.tiktoken"
+    RANKS = "tok/1/ranks.tiktoken"
 
-    def test_flipped_byte_is_corrupt_and_rest_usable(self, reg: Registry) -> None:
+    def test_flipped_byte_is_corrupt_and_rest_usable(
+        self, reg: Registry, raw: LocalRaw | S3Raw
+    ) -> None:
         publish(reg)
         publish(reg)
-        path = self._ranks_file(reg, 1)
-        data = bytearray(path.read_bytes())
+        data = bytearray(raw.read(self.RANKS))
         data[10] ^= 0x01
-        path.write_bytes(bytes(data))
-        with pytest.raises(CorruptData, match=str(path)):
+        raw.write(self.RANKS, bytes(data))
+        with pytest.raises(CorruptData, match=r"tok/1/ranks\.tiktoken: sha256"):
             reg.load_data("tok@1")
         assert reg.load_data("tok@2").ranks == small_ranks()
         problems = reg.verify()
         assert [p.ref for p in problems] == ["tok@1"]
         assert "sha256" in problems[0].message
 
-    def test_truncated_file_is_corrupt(self, reg: Registry) -> None:
+    def test_truncated_file_is_corrupt(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
-        path = self._ranks_file(reg)
-        path.write_bytes(path.read_bytes()[:100])
+        raw.write(self.RANKS, raw.read(self.RANKS)[:100])
         with pytest.raises(CorruptData, match="truncated"):
             reg.load_data("tok")
         assert [p.ref for p in reg.verify()] == ["tok@1"]
 
-    def test_missing_file_is_corrupt(self, reg: Registry) -> None:
+    def test_missing_file_is_corrupt(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
-        self._ranks_file(reg).unlink()
+        raw.delete(self.RANKS)
         with pytest.raises(CorruptData, match="missing"):
             reg.load_data("tok")
 
     @pytest.mark.parametrize("content", [b"", b"{", b"[]", b'{"format_version": 1}', b"\xff\xfe"])
-    def test_bad_manifest_is_corrupt(self, reg: Registry, content: bytes) -> None:
+    def test_bad_manifest_is_corrupt(
+        self, reg: Registry, raw: LocalRaw | S3Raw, content: bytes
+    ) -> None:
         publish(reg)
         publish(reg, "other")
-        (reg.root / "tok" / "1" / "manifest.json").write_bytes(content)
+        raw.write("tok/1/manifest.json", content)
         with pytest.raises(CorruptData, match="manifest"):
             reg.load_data("tok")
         assert reg.load_data("other").ranks == small_ranks()
         assert [p.ref for p in reg.verify()] == ["tok@1"]
 
-    def test_manifest_naming_another_version_is_corrupt(self, reg: Registry) -> None:
+    def test_manifest_naming_another_version_is_corrupt(
+        self, reg: Registry, raw: LocalRaw | S3Raw
+    ) -> None:
         publish(reg)
         publish(reg)
         # A version directory copied under the wrong number must not be served as that number.
-        (reg.root / "tok" / "2" / "manifest.json").write_bytes(
-            (reg.root / "tok" / "1" / "manifest.json").read_bytes()
-        )
+        raw.write("tok/2/manifest.json", raw.read("tok/1/manifest.json"))
         with pytest.raises(CorruptData, match="tok@1"):
             reg.load_data("tok@2")
 
-    def test_manifest_cannot_point_outside_the_version(self, reg: Registry, tmp_path: Path) -> None:
+    def test_manifest_cannot_point_outside_the_version(
+        self, reg: Registry, raw: LocalRaw | S3Raw
+    ) -> None:
         """A manifest listing ``../../x`` as a file is refused before anything is opened."""
         publish(reg)
-        path = reg.root / "tok" / "1" / "manifest.json"
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(raw.read("tok/1/manifest.json"))
         manifest["files"]["../../../secret"] = {"sha256": "0" * 64, "bytes": 1}
-        path.write_text(json.dumps(manifest))
+        raw.write("tok/1/manifest.json", json.dumps(manifest).encode())
         with pytest.raises(CorruptData, match="files must be"):
             reg.load_data("tok")
 
-    def test_corrupt_aliases_file(self, reg: Registry) -> None:
+    def test_corrupt_aliases_file(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
-        (reg.root / "tok" / "aliases.json").write_text("{not json")
+        raw.write("tok/aliases.json", b"{not json")
         with pytest.raises(CorruptData, match="aliases"):
             reg.resolve("tok@stable")
         assert reg.resolve("tok@1").version == 1
@@ -403,7 +438,7 @@ class TestGeneration:
         assert reg.generation() == reg.generation()
         reg.load_data("tok")
         reg.verify()
-        assert reg.generation() == Registry(reg.root, include_builtins=False).generation()
+        assert reg.generation() == Registry(reg.location, include_builtins=False).generation()
 
 
 class TestOpen:
@@ -412,34 +447,34 @@ class TestOpen:
         with pytest.raises(FailedPrecondition, match="not a directory"):
             Registry(tmp_path / "f")
 
-    def test_leftovers_are_cleaned_on_open(self, reg: Registry) -> None:
+    def test_leftovers_are_cleaned_on_open(self, local: Registry) -> None:
         """Staging dirs whose writer is gone, trash and temp files vanish on the next open."""
-        publish(reg)
-        staging = reg.root / ".staging"
+        publish(local)
+        staging = Path(local.location) / ".staging"
         (staging / "dead").mkdir()
         (staging / "dead" / "ranks.tiktoken").write_bytes(b"partial")
         (staging / "dead2").mkdir()
         (staging / "dead2.lock").write_bytes(b"")  # lock file nobody holds
         (staging / "x.trash").mkdir()
-        (reg.root / "tok" / ".counter.json.abc.tmp").write_bytes(b"half")
-        Registry(reg.root, include_builtins=False)
+        (Path(local.location) / "tok" / ".counter.json.abc.tmp").write_bytes(b"half")
+        Registry(local.location, include_builtins=False)
         assert list(staging.iterdir()) == []
-        assert not (reg.root / "tok" / ".counter.json.abc.tmp").exists()
-        assert reg.verify() == []
+        assert not (Path(local.location) / "tok" / ".counter.json.abc.tmp").exists()
+        assert local.verify() == []
 
-    def test_live_staging_dir_is_left_alone(self, reg: Registry) -> None:
+    def test_live_staging_dir_is_left_alone(self, local: Registry) -> None:
         """A staging dir whose lock is held (a publisher still writing) survives a clean."""
         from tokend.core.locking import held_lock_file
 
-        staging = reg.root / ".staging"
+        staging = Path(local.location) / ".staging"
         fd = held_lock_file(staging / "live.lock")
         try:
             (staging / "live").mkdir()
-            Registry(reg.root, include_builtins=False)
+            Registry(local.location, include_builtins=False)
             assert (staging / "live").is_dir()
         finally:
             os.close(fd)
-        Registry(reg.root, include_builtins=False)
+        Registry(local.location, include_builtins=False)
         assert list(staging.iterdir()) == []
 
     def test_unknown_name_lists_known(self, reg: Registry) -> None:
@@ -473,12 +508,11 @@ class TestLoad:
         assert reg.load("tok@1")[1] is not enc
         assert reg.load("tok")[1].n_vocab == reg.load("tok@2")[1].n_vocab == enc.n_vocab + 20
 
-    def test_corrupt_version_is_never_served(self, reg: Registry) -> None:
+    def test_corrupt_version_is_never_served(self, reg: Registry, raw: LocalRaw | S3Raw) -> None:
         publish(reg)
         publish(reg)
-        path = reg.root / "tok" / "2" / "ranks.tiktoken"
-        path.write_bytes(path.read_bytes()[:-3])
-        with pytest.raises(CorruptData, match=str(path)):
+        raw.write("tok/2/ranks.tiktoken", raw.read("tok/2/ranks.tiktoken")[:-3])
+        with pytest.raises(CorruptData, match=r"tok/2/ranks\.tiktoken"):
             reg.load("tok")
         assert reg.load("tok@1")[0].version == 1
 

@@ -101,7 +101,7 @@ class TestTrainValidation:
         assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert str(limit) in err.details() and "--max-corpus-bytes" in err.details()
         assert server.stub.ListTrainJobs(pb.ListTrainJobsRequest()).jobs == []
-        assert not [p for p in server.config.jobs_dir.iterdir() if not p.name.startswith(".")]
+        assert not [p for p in server.config.jobs_path.iterdir() if not p.name.startswith(".")]
 
     def test_train_dir_paths_cannot_escape(self, fresh_server, tmp_path: Path) -> None:
         """Absolute paths, `..`, and symlinks leading out of --train-dir are refused."""

@@ -27,28 +27,33 @@ from tokend.core.interop import (
     read_tokenizer_files,
 )
 from tokend.core.manifest import pattern_name
-from tokend.core.registry import Registry
+from tokend.core.registry import Registry, check_location
 from tokend.core.tokenizer import NORMALIZER_FORMS
-from tokend.server.config import default_registry_dir
+from tokend.server.config import default_registry_dir, registry_location
 
 Handler = Callable[[Registry, argparse.Namespace], int]
 
 
-def registry_root(arg: Path | None) -> Path:
-    """Resolve the registry folder: flag, then environment, then the user data dir."""
-    if arg is not None:
-        return arg
-    env = os.environ.get("TOKEND_REGISTRY")
-    return Path(env) if env else default_registry_dir()
+def registry_root(arg: str | None) -> Path | str:
+    """Resolve the registry: flag, then environment, then the user data dir.
+
+    A folder path or an ``s3://bucket/prefix`` URL (kept as text; other schemes are refused).
+    """
+    if arg is None:
+        arg = os.environ.get("TOKEND_REGISTRY") or None
+    if arg is None:
+        return default_registry_dir()
+    check_location(arg)
+    return registry_location(arg)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--registry",
-        type=Path,
-        metavar="DIR",
-        help="registry folder (env TOKEND_REGISTRY, default: user data dir)",
+        metavar="DIR|URL",
+        help="registry folder or s3://bucket/prefix (env TOKEND_REGISTRY, default: user data "
+        "dir; S3 endpoint and credentials from the AWS_* variables)",
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -64,8 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help=f"byte-bpe: gpt2, cl100k, o200k or a regex "
                         f"(default {DEFAULT_TRAIN_PATTERN})")
     parser.add_argument("--name", required=True, help="tokenizer name in the registry")
-    parser.add_argument("--registry", type=Path, metavar="DIR",
-                        help="registry folder (env TOKEND_REGISTRY, default: user data dir)")
+    parser.add_argument("--registry", metavar="DIR|URL",
+                        help="registry folder or s3://bucket/prefix (env TOKEND_REGISTRY, "
+                        "default: user data dir)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="write <name>.tiktoken + <name>.json here instead of publishing "
                         "(publishes as well if --registry is given)")

@@ -63,7 +63,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
 class TestVersionTemplate:
     def test_metadata_round_trip(self, registry: Registry) -> None:
         """The manifest keeps both templates and the tokens transformers would pass them."""
-        chat = Registry(registry.root).manifest("llama")["chat"]
+        chat = Registry(registry.location).manifest("llama")["chat"]
         assert chat == {"chat_template": template("llama3"),
                         "tool_chat_template": template("qwen2_5"),
                         "special_tokens_map": TOKENS, "source": "tokenizer_config.json"}

@@ -71,7 +71,7 @@ class TestRealFilesInTheRegistry:
         reg = Registry(tmp_path)
         version = reg.publish_file("bert", fmt="hf-json", data=real_file("minilm-bert.json")
                                    .read_bytes())
-        stored = version.path / "tokenizer.json"
+        stored = Path(version.path) / "tokenizer.json"
         stored.write_bytes(stored.read_bytes().replace(b'"[UNK]"', b'"[UNX]"', 1))
         with pytest.raises(CorruptData, match="sha256"):
             reg.load("bert")
