@@ -37,7 +37,7 @@ class TestSchemes:
         self, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.chdir(tmp_path)
-        scheme = url.split(":")[0].lower()
+        scheme = url.split(":", maxsplit=1)[0].lower()
         with pytest.raises(InvalidInput, match=f"scheme '{scheme}' is not supported"):
             Registry(url)
         assert list(tmp_path.iterdir()) == []  # no folder named after the URL
