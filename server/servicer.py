@@ -262,7 +262,7 @@ class TokenizerService(TrainingService):
         limits.check_alive(context)
         try:
             if not served.resolved.builtin:
-                manifest = self.tokenizers.registry.manifest(served.ref)
+                manifest = self.tokenizers.manifest(served)
                 info = version_chat_model(served.ref, manifest, info)
             chat = count_chat(
                 messages,

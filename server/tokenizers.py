@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tokend.core.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.errors import TokendError, UnknownTokenizer
@@ -42,6 +43,7 @@ class Tokenizers:
         self._lock = threading.Lock()
         self._refs: dict[str, Served] = {}  # request reference -> what it is served as
         self._encodings: dict[str, Tokenizer] = {}  # canonical ref -> encoding (shared)
+        self._manifests: dict[str, dict[str, Any]] = {}  # canonical ref -> its manifest
         self._load_locks: dict[str, threading.Lock] = {}  # one load at a time per reference
         self._generation = registry.generation()
         self._stop = threading.Event()
@@ -87,6 +89,17 @@ class Tokenizers:
         _, tokenizer = self.registry.load(resolved.ref, cache_entries=self.cache_entries)
         return tokenizer
 
+    def manifest(self, served: Served) -> dict[str, Any]:
+        """The manifest of a served registry version, read once: versions never change, and
+        on an ``s3://`` registry a read is a LIST and a GET, too dear for every request."""
+        with self._lock:
+            manifest = self._manifests.get(served.ref)
+        if manifest is None:
+            manifest = self.registry.manifest(served.ref)
+            with self._lock:
+                self._manifests[served.ref] = manifest
+        return manifest
+
     def loaded(self) -> dict[str, Tokenizer]:
         """Canonical ref -> encoding of everything loaded (for metrics)."""
         with self._lock:
@@ -129,6 +142,8 @@ class Tokenizers:
             used = {s.ref for s in self._refs.values()}
             for canonical in [c for c in self._encodings if c not in used]:
                 del self._encodings[canonical]
+            for canonical in [c for c in self._manifests if c not in used]:
+                del self._manifests[canonical]
 
     def start(self, interval: float, on_tick: Callable[[], None] | None = None) -> None:
         """Poll the registry every ``interval`` seconds on a daemon thread."""
