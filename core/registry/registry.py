@@ -290,6 +290,8 @@ class Registry:
                 f"{shown(name)} is a built-in encoding (read-only): no aliases"
             )
 
+        before: dict[str, int] = {}
+
         def change(aliases: dict[str, int]) -> dict[str, int]:
             versions = self._versions(name)
             if version not in versions:
@@ -297,9 +299,27 @@ class Registry:
                     f"cannot alias {name}@{alias} to version {version}: {name} has versions "
                     f"{', '.join(map(str, versions)) or '(none)'}"
                 )
+            before.clear()
+            before.update(aliases)
             return {**aliases, alias: version}
 
         self.store.update_aliases(name, change)
+        # subtle: with no lock (S3) a delete of `version` may have checked the aliases before
+        # our write landed; it marked the version first, so seeing no mark now means it saw us.
+        if self.store.being_deleted(name, version):
+
+            def undo(aliases: dict[str, int]) -> dict[str, int]:
+                if aliases.get(alias) != version:
+                    return aliases  # moved again meanwhile: not ours to undo
+                restored = {a: v for a, v in aliases.items() if a != alias}
+                if alias in before:
+                    restored[alias] = before[alias]
+                return restored
+
+            self.store.update_aliases(name, undo)
+            raise FailedPrecondition(
+                f"cannot alias {name}@{alias} to version {version}: it is being deleted"
+            )
 
     def remove_alias(self, name: str, alias: str) -> None:
         """Remove ``name@alias``; UnknownTokenizer if it does not exist."""
@@ -336,15 +356,16 @@ class Registry:
             name = resolved.name
             assert resolved.version is not None  # registry versions always have one
             doomed = self._versions(name) if all_versions else [resolved.version]
-            aliases = self._aliases(name)
-            blocking = sorted(f"{name}@{a} -> {v}" for a, v in aliases.items() if v in doomed)
-            if blocking:
-                raise FailedPrecondition(
-                    f"cannot delete {shown(ref)}: aliases point at it ({', '.join(blocking)}); "
-                    "move "
-                    "or remove the aliases first"
-                )
-            self.store.remove_versions(name, doomed)
+            # Marked before the aliases are read, so a racing set_alias sees it (set_alias).
+            with self.store.deleting(name, doomed):
+                aliases = self._aliases(name)
+                blocking = sorted(f"{name}@{a} -> {v}" for a, v in aliases.items() if v in doomed)
+                if blocking:
+                    raise FailedPrecondition(
+                        f"cannot delete {shown(ref)}: aliases point at it "
+                        f"({', '.join(blocking)}); move or remove the aliases first"
+                    )
+                self.store.remove_versions(name, doomed)
         return doomed
 
     # -- loading ------------------------------------------------------------------------

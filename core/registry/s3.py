@@ -4,6 +4,7 @@ Layout under ``s3://bucket/prefix/`` (the same names as a local registry folder)
 
     .generation                 rewritten (random bytes) after every change; replicas poll its ETag
     <name>/<version>/.reserved  the version marker: created with ``If-None-Match: *``, never removed
+    <name>/<version>/.deleting  present while a delete runs (``set_alias`` backs off)
     <name>/<version>/<file>     the version's files, written after the marker
     <name>/<version>/manifest.json  written last, with ``If-None-Match: *``: the version is visible
                                 once (and only while) its manifest exists
@@ -42,6 +43,9 @@ from tokend.core.registry.checks import encode_aliases, parse_aliases
 from tokend.core.registry.store import AliasChange, ManifestFor, Store
 
 MARKER_FILE = ".reserved"
+DELETING_FILE = ".deleting"  # a delete is checking the aliases; set_alias backs off
+# A delete mark older than this is a deleter that died: ignored (a delete takes milliseconds).
+DELETING_SECONDS = 60.0
 GENERATION_KEY = ".generation"
 ALIASES_FILE = "aliases.json"
 # A reserved version with no manifest this long after its marker was written is abandoned.
@@ -211,6 +215,34 @@ class S3Store(Store):
             f"{self.where(name, file=ALIASES_FILE)} changed {CAS_ATTEMPTS} times while we tried "
             "to update it; retry"
         )
+
+    @contextlib.contextmanager
+    def deleting(self, name: str, versions: list[int]) -> Iterator[None]:
+        keys = [self._key(name, version, DELETING_FILE) for version in versions]
+        for key in keys:
+            self._put(key, b"")
+        try:
+            yield
+        finally:
+            for key in keys:
+                self._delete(key)
+
+    def being_deleted(self, name: str, version: int) -> bool:
+        visible, _, keys = self._scan(name)
+        if version not in visible:
+            return True
+        mark = self._key(name, version, DELETING_FILE)
+        if mark not in keys:
+            return False
+        with self._errors(f"cannot read s3://{self.bucket}/{mark}"):
+            try:
+                head = self.client.head_object(Bucket=self.bucket, Key=mark)
+            except self.client.exceptions.ClientError as exc:
+                if _status(exc) == 404:
+                    return False  # the delete ended meanwhile (refused: the version stays)
+                raise
+        age: float = (_dt.datetime.now(_dt.UTC) - head["LastModified"]).total_seconds()
+        return age < DELETING_SECONDS
 
     def remove_versions(self, name: str, versions: list[int]) -> None:
         """Delete each manifest first (the version disappears at once), then its files; the

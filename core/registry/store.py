@@ -118,6 +118,15 @@ class Store(ABC):
         """Hold off other writers for a check-then-delete (a no-op where no lock exists)."""
         return contextlib.nullcontext()
 
+    def deleting(self, name: str, versions: list[int]) -> contextlib.AbstractContextManager[Any]:
+        """Mark ``versions`` as being deleted for the ``with`` body (where there is no lock)."""
+        return contextlib.nullcontext()
+
+    def being_deleted(self, name: str, version: int) -> bool:
+        """True if ``version`` is gone or marked by a running :meth:`deleting` (no-lock stores:
+        checked after an alias write, which a delete under a lock cannot interleave with)."""
+        return False
+
     @property
     def local_root(self) -> str | None:
         """The folder of a local store (for files kept beside it), None for remote ones."""

@@ -14,10 +14,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import pytest
 from registry_backends import Backend
 
+from tokend.core.errors import FailedPrecondition, UnknownTokenizer
 from tokend.core.patterns import GPT2_PATTERN
 from tokend.core.registry import Registry
 
@@ -191,3 +194,77 @@ class TestS3Crashes:
                           special_tokens={})
         assert all(nxt.version > v for v in seen)
         assert reg.store.clean() == []  # young leftovers are never touched (writer may live)
+
+
+class TestAliasAgainstDelete:
+    def test_an_alias_set_during_a_delete_is_undone(
+        self, backend: Backend, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """set_alias lands after a delete checked the aliases: the alias is taken back (a
+        folder serializes the two under its lock, S3 through the delete's mark)."""
+        reg = backend.open()
+        for _ in range(2):
+            reg.publish("tok", ranks=expected_ranks(5), pat_str=GPT2_PATTERN, special_tokens={})
+        reg.set_alias("tok", "stable", 2)
+        checked, release = threading.Event(), threading.Event()
+        remove = reg.store.remove_versions
+
+        def slow_remove(name: str, versions: list[int]) -> None:
+            checked.set()  # the delete has read the aliases: none points at version 1
+            assert release.wait(30)
+            remove(name, versions)
+
+        monkeypatch.setattr(reg.store, "remove_versions", slow_remove)
+        deleter = threading.Thread(target=reg.delete, args=("tok@1",))
+        deleter.start()
+        assert checked.wait(30)
+        other = backend.open()
+        if backend.kind == "local":
+            # The folder's delete holds the lock: the alias waits and then finds no version 1.
+            release.set()
+            with pytest.raises(UnknownTokenizer):
+                other.set_alias("tok", "stable", 1)
+        else:
+            with pytest.raises(FailedPrecondition, match="being deleted"):
+                other.set_alias("tok", "stable", 1)
+            release.set()
+        deleter.join(30)
+        assert reg.versions("tok")[0].version == 2
+        assert reg.resolve("tok@stable").version == 2  # the earlier alias is back
+        assert reg.verify() == []
+
+    def test_racing_aliases_and_deletes_never_leave_a_dangling_alias(
+        self, backend: Backend
+    ) -> None:
+        """Threads alias versions while others delete them: afterwards verify() is clean."""
+        reg = backend.open()
+        for _ in range(6):
+            reg.publish("tok", ranks=expected_ranks(5), pat_str=GPT2_PATTERN, special_tokens={})
+        errors: list[BaseException] = []
+
+        def alias(version: int) -> None:
+            try:
+                backend.open().set_alias("tok", f"a{version}", version)
+            except (FailedPrecondition, UnknownTokenizer):
+                pass  # refused: the version was (being) deleted
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def delete(version: int) -> None:
+            try:
+                backend.open().delete(f"tok@{version}")
+            except (FailedPrecondition, UnknownTokenizer):
+                pass  # refused: an alias got there first
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=fn, args=(v,))
+                   for v in range(1, 7) for fn in (alias, delete)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        assert reg.verify() == []
+        aliases = reg.list()[0].aliases if reg.list() else {}
+        assert set(aliases.values()) <= {v.version for v in reg.versions("tok")}
