@@ -17,9 +17,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tokend.core import registry as registry_module
 from tokend.core.errors import StorageError, StorageFull
 from tokend.core.registry import Registry
+from tokend.core.registry import local as registry_module
 from tokend.core.train import train_bpe
 from tokend.server import training as training_module
 from tokend.v1 import tokenizer_pb2 as pb
