@@ -81,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="print / draw a report saved with --json instead of measuring")
     parser.add_argument("--plot", action="append", type=Path, default=[], metavar="FILE",
                         help="draw the report into FILE.png or FILE.svg (repeatable)")
-    parser.add_argument("--registry", type=Path, metavar="DIR",
-                        help="registry folder (env TOKEND_REGISTRY, default: user data dir)")
+    parser.add_argument("--registry", metavar="DIR|URL",
+                        help="registry folder or s3://bucket/prefix (env TOKEND_REGISTRY, "
+                        "default: user data dir)")
     remote.add_connection_options(parser)  # --target (the Report RPC), TLS, --json
     # Local unless --target is given explicitly, as for `tokend train`.
     parser.set_defaults(func=run, target=None)
@@ -205,7 +206,7 @@ def _read_text(path: Path) -> str:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def load_tokenizers(refs: Sequence[str], registry: Path | None) -> list[tuple[str, Tokenizer]]:
+def load_tokenizers(refs: Sequence[str], registry: str | None) -> list[tuple[str, Tokenizer]]:
     """(name, tokenizer) for each reference: a tokenizer file if the path exists, else the
     registry's resolution (built-ins and model names need no registry folder)."""
     from tokend.commands.registry import registry_root  # noqa: PLC0415
