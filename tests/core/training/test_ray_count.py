@@ -1,10 +1,13 @@
 """Training's counting phase on a real Ray cluster equals a local run, merge for merge.
 
-The module starts a two-node Ray cluster on this machine (``ray start --head`` and a second
-``ray start --address``, one CPU each, every port picked free, each node a ``--block``ed child
-process stopped by its id at the end), then trains the same files locally and through Ray and
-compares vocabularies, merges and statistics. The counting runs in the Ray workers (each its own
-process, on either node); only the merge phase runs here.
+The module starts a real S3-compatible server (SeaweedFS, tests/support/seaweed.py) holding
+the corpus as objects, and a two-node Ray cluster on this machine (``ray start --head`` and a
+second ``ray start --address``, one CPU each, every port picked free, each node a ``--block``ed
+child process stopped by its id at the end; the nodes get the S3 endpoint and credentials in
+their environment, as nodes of a real cluster would), then trains the same corpus locally and
+through Ray, from files and from ``s3://`` objects, and compares vocabularies, merges and
+statistics. The counting runs in the Ray workers (each its own process, on either node); only
+the merge phase runs here.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
+import seaweed
 
-from tokend.core.errors import InvalidInput, TokendError, Unavailable
+from tokend.core.errors import Cancelled, InvalidInput, TokendError, Unavailable
 from tokend.core.train import train_bpe
 from tokend.core.training import ray_count
 
@@ -81,7 +86,45 @@ def wait_for_nodes(address: str, want: int, logs: list[Path]) -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def s3_corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    """An S3 server with the corpus files as objects under s3://corpora/en/ (key order = file
+    order) and a non-UTF-8 object; yields (the prefix URL, the same files on disk)."""
+    base = tmp_path_factory.mktemp("s3")
+    server = seaweed.start(base)
+    try:
+        files = corpus_files(tmp_path_factory.mktemp("corpus"))
+        client = boto3.client(
+            "s3", endpoint_url=server.endpoint, aws_access_key_id=seaweed.ACCESS_KEY,
+            aws_secret_access_key=seaweed.SECRET_KEY, region_name="us-east-1",
+        )  # fmt: skip
+        client.create_bucket(Bucket="corpora")
+        for i, path in enumerate(files):
+            client.put_object(Bucket="corpora", Key=f"en/{i:02d}-{Path(path).name}",
+                              Body=Path(path).read_bytes())  # fmt: skip
+        client.put_object(Bucket="corpora", Key="bad/latin1.txt",
+                          Body="caf\xe9 au lait".encode("latin-1"))  # fmt: skip
+        saved = {k: os.environ.get(k) for k in server.env()}
+        os.environ.update(server.env())  # for boto3 here and in the Ray nodes started after
+        try:
+            yield "s3://corpora/en/", files
+        finally:
+            restore(saved)
+    finally:
+        server.stop()
+
+
+def restore(saved: dict[str, str | None]) -> None:
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(
+    tmp_path_factory: pytest.TempPathFactory, s3_corpus: tuple[str, list[str]]
+) -> Iterator[str]:
     """A head node and a second node, one CPU each; yields the head's GCS address."""
     base = tmp_path_factory.mktemp("ray")
     # Ray's token authentication with a token of this test only (nothing in ~/.ray); the
@@ -114,11 +157,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         for proc in reversed(procs):
             stop(proc)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore(saved)
 
 
 def corpus_files(tmp_path: Path) -> list[str]:
@@ -197,6 +236,45 @@ class TestRayCounting:
             assert stats["workers"] >= 1
         assert outputs["ray"] == outputs["local"]
         assert len(outputs["local"].splitlines()) == 700 - 1  # 256 bytes + merges
+
+    def test_s3_objects_on_ray_equal_local_files(
+        self, ray_cluster: str, s3_corpus: tuple[str, list[str]]
+    ) -> None:
+        """Ray tasks read s3:// objects themselves (boto3 in the workers): the same merges as
+        the files on disk counted locally, and as the objects counted locally."""
+        prefix, files = s3_corpus
+        local = train_bpe(files, 900, [SPECIAL], workers=1)
+        on_ray = train_bpe(prefix, 900, [SPECIAL], counter="ray", ray_address=ray_cluster)
+        from_s3_here = train_bpe([prefix], 900, [SPECIAL], workers=2)
+        assert on_ray.merges == local.merges == from_s3_here.merges
+        for field in ("bytes_read", "documents", "pretokens", "distinct_pretokens"):
+            values = {getattr(r.stats, field) for r in (local, on_ray, from_s3_here)}
+            assert len(values) == 1, (field, values)
+
+    def test_a_bad_object_fails_with_its_url(
+        self, ray_cluster: str, s3_corpus: tuple[str, list[str]]
+    ) -> None:
+        """Not UTF-8, in a task: InvalidInput naming the object; an empty prefix: no objects."""
+        with pytest.raises(InvalidInput, match=r"s3://corpora/bad/latin1.txt' is not valid UTF-8"):
+            train_bpe("s3://corpora/bad/", 300, counter="ray", ray_address=ray_cluster)
+        with pytest.raises(InvalidInput, match="no objects under 's3://corpora/none/'"):
+            train_bpe("s3://corpora/none/", 300)
+
+    def test_cancel_stops_the_tasks(self, ray_cluster: str, tmp_path: Path) -> None:
+        """should_stop is polled while the tasks run: Cancelled, and the run ends at once."""
+        files = corpus_files(tmp_path) * 4
+        polls: list[float] = []
+
+        def should_stop() -> bool:
+            polls.append(time.monotonic())
+            return len(polls) > 1
+
+        start = time.monotonic()
+        with pytest.raises(Cancelled, match="count"):
+            train_bpe(files, 1000, [SPECIAL], counter="ray", ray_address=ray_cluster,
+                      should_stop=should_stop)  # fmt: skip
+        assert time.monotonic() - start < 30
+        assert len(polls) == 2
 
     def test_a_bad_file_fails_with_its_name(self, ray_cluster: str, tmp_path: Path) -> None:
         """A task's error comes back as the tokend error it was, naming the file."""
