@@ -6,8 +6,9 @@
 # pip is skipped when nothing that shapes the install changed since the last one (a stamp in
 # .venv): the extras, the Python, TOKEND_REQUIRE_COMPILED, pyproject.toml, setup.py, the
 # engine's sources (compiled into the extension: an edit there must rebuild it) and the list of
-# package files (editable_mode=strict maps only the files known at install time). A runtime-only
-# request is also satisfied by an install with extras. TOKEND_FORCE_INSTALL=1 always runs pip.
+# package files, the inspector page's static files included (editable_mode=strict maps only the
+# files known at install time). A runtime-only request is also satisfied by an install with
+# extras. TOKEND_FORCE_INSTALL=1 always runs pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -29,6 +30,7 @@ source_hash() {
     find core server client proto tokend_pkg -type f \( -name '*.py' -o -name '*.pyi' \
       -o -name '*.pyx' -o -name '*.pxi' -o -name '*.json' -o -name '*.gz' -o -name '*.proto' \
       -o -name 'py.typed' -o -name '*.yaml' \) -not -path '*/__pycache__/*' | LC_ALL=C sort
+    find server/web/static -type f 2>/dev/null | LC_ALL=C sort  # the page's files (package data)
   } | sha256sum | cut -d' ' -f1
 }
 want="$(source_hash)"

@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -38,6 +38,9 @@ from tokend.server.servicer import TokenizerService
 from tokend.server.tokenizers import Tokenizers
 from tokend.v1 import tokenizer_pb2, tokenizer_pb2_grpc
 
+if TYPE_CHECKING:
+    from tokend.server.web.serve import WebServer
+
 SERVICE_NAME = tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name
 
 
@@ -53,10 +56,13 @@ class TokendServer:
     health: health.HealthServicer
     state: ServerState
     executor: LifoThreadPool  # the handlers' pool, shut down after the drain
+    web: WebServer | None = None  # the HTTP API and page (--http-port), on the same pool
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
         self.server.start()
+        if self.web is not None:
+            self.web.start()
         self.tokenizers.start(self.config.reload_seconds, on_tick=self.update_gauges)
         for service in ("", SERVICE_NAME):
             self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
@@ -78,7 +84,10 @@ class TokendServer:
         # subtle: a call that reaches a server inside stop() may be CANCELLED by gRPC, which
         # clients do not retry; during this window new calls get a retryable UNAVAILABLE.
         time.sleep(min(self.config.drain_delay_seconds, grace))
-        self.server.stop(grace).wait()
+        stopped = self.server.stop(grace)
+        if self.web is not None:
+            self.web.stop(grace)
+        stopped.wait()
         self.executor.shutdown(wait=False)
         self.tokenizers.stop()
         log_event("stopped", port=self.port)
@@ -161,9 +170,8 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
         options=grpc_options(config, reuse_port=reuse_port),
     )
-    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(
-        TokenizerService(config, tokenizers, jobs), server
-    )
+    servicer = TokenizerService(config, tokenizers, jobs)
+    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer(
         experimental_non_blocking=True,
         experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2),
@@ -180,4 +188,13 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"could not bind {address}")
-    return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state, executor)
+    web = None
+    if config.http_port:
+        # Imported here: a server without --http-port never loads Starlette or uvicorn.
+        from tokend.server.web.app import WebApi  # noqa: PLC0415
+        from tokend.server.web.serve import WebServer  # noqa: PLC0415
+
+        api = WebApi(servicer, executor, state, max_body_bytes=config.max_message_bytes)
+        web = WebServer(api.app(), config, reuse_port=reuse_port)
+    return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state, executor,
+                        web)

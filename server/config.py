@@ -58,6 +58,10 @@ class ServerConfig:
     registry: Path | str = field(default_factory=default_registry_dir)  # folder or s3:// URL
     jobs_dir: Path | None = None  # None: <registry>/.jobs, or the user data dir for s3://
     metrics_port: int = 9464  # 0 disables the /metrics endpoint
+    # The HTTP JSON API and the inspector page (server/web/): off unless a port is given, so
+    # an upgrade never opens a new listener; loopback unless told otherwise, whatever --host.
+    http_port: int = 0
+    http_host: str = "127.0.0.1"
     workers: int = field(default_factory=available_cpus)
     threads: int = 16  # gRPC handler threads per worker process
     busy_calls: int = 2  # calls a worker runs at once (not counting long ones; executor.py)
@@ -90,7 +94,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         check_location(self.registry)  # InvalidInput (a ValueError) naming an unknown scheme
-        for name in ("port", "metrics_port"):
+        for name in ("port", "metrics_port", "http_port"):
             value = getattr(self, name)
             if not 0 <= value <= 65535:
                 raise ValueError(f"--{name.replace('_', '-')} {value} is not a TCP port (0-65535)")
@@ -150,6 +154,9 @@ _SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("jobs_dir", "TOKEND_JOBS_DIR", Path,
      "training job state (default: <registry>/.jobs; user data dir for an s3:// registry)"),
     ("metrics_port", "TOKEND_METRICS_PORT", int, "Prometheus /metrics port (0 disables)"),
+    ("http_port", "TOKEND_HTTP_PORT", int,
+     "HTTP JSON API + inspector page port, shared by all workers (default 0: off)"),
+    ("http_host", "TOKEND_HTTP_HOST", str, "interface of the HTTP port (default 127.0.0.1)"),
     ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
     ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
     ("busy_calls", "TOKEND_BUSY_CALLS", int,

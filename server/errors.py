@@ -32,6 +32,39 @@ STATUS_TABLE: tuple[tuple[type[E.TokendError], grpc.StatusCode], ...] = (
     (E.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
 )
 
+# The same classes, in the same order, for the HTTP JSON API (server/web/): google.rpc.Code's
+# documented HTTP mapping, except that a limit is 413 (the request is too large; google's 429
+# would invite a retry that cannot succeed) and a full disk 507. 499 is "client closed
+# request" (nginx's, google's for CANCELLED).
+HTTP_STATUS_TABLE: tuple[tuple[type[E.TokendError], int], ...] = (
+    (E.UnknownTokenizer, 404),
+    (E.UnknownJob, 404),
+    (E.LimitExceeded, 413),
+    (E.StorageFull, 507),
+    (E.StorageError, 503),
+    (E.InvalidInput, 400),
+    (E.AlreadyExists, 409),
+    (E.CorruptData, 500),
+    (E.FailedPrecondition, 400),
+    (E.Cancelled, 499),
+    (E.Unauthenticated, 401),
+    (E.PermissionDenied, 403),
+    (E.Unavailable, 503),
+    (E.DeadlineExceeded, 504),
+)
+
+
+def http_status_for(exc: E.TokendError) -> int:
+    """The HTTP status of a domain error (500 for a TokendError missing from the table).
+
+    >>> http_status_for(E.LimitExceeded("texts batch size", 3, 2, "--max-batch"))
+    413
+    """
+    for cls, status in HTTP_STATUS_TABLE:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
 
 # A status message (grpc-message, and again in the BadRequest detail) is cut to this many
 # characters: core quotes client values through ``errors.shown`` already, this is the backstop

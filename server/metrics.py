@@ -41,6 +41,18 @@ RPC_SECONDS = Histogram(
     ["method"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+# The HTTP JSON API and page (server/web/): by handler (a fixed set: tokenize, detokenize,
+# count, tokenizers, tokenizer, page, static, health, other), method and HTTP status code.
+HTTP_REQUESTS = Counter(
+    "tokend_http_requests_total", "HTTP requests finished, by handler, method and status code",
+    ["handler", "method", "code"],
+)
+HTTP_SECONDS = Histogram(
+    "tokend_http_request_seconds",
+    "HTTP request latency in seconds, by handler",
+    ["handler"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 TOKENS_ENCODED = Counter(
     "tokend_tokens_encoded_total", "Token ids produced by Encode/EncodeStream/CountTokens",
     ["method"],

@@ -141,6 +141,9 @@ class Supervisor:
         store = JobStore(config.jobs_path)
         reserved = reserve_port(config.host, config.port)
         self.port = reserved.getsockname()[1]
+        # The HTTP port is reserved the same way (a fixed port: 0 turns HTTP off).
+        http_reserved = reserve_port(config.http_host, config.http_port) \
+            if config.http_port else None
         metrics_server = None
         metrics_port = 0
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -173,6 +176,8 @@ class Supervisor:
                 registry=str(config.registry),
                 tls=config.tls,
                 engine=ENGINE,
+                http_target=format_target(config.http_host, config.http_port)
+                if config.http_port else None,
             )
             self._watch()
             self._shutdown()
@@ -184,6 +189,8 @@ class Supervisor:
             if metrics_server is not None:
                 metrics_server.shutdown()
             reserved.close()
+            if http_reserved is not None:
+                http_reserved.close()
         log_event("exited", target=format_target(config.host, self.port))
         return 0
 

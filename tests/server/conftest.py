@@ -13,7 +13,10 @@ from pathlib import Path
 import grpc
 import pytest
 import tiktoken
+from bad_inputs import SERVER_FLAGS
+from http_api import HttpServed, free_port
 from tiktoken_reference import reference
+from tokend_process import start_tokend
 
 from tokend.server.app import TokendServer, make_server
 from tokend.server.config import ServerConfig
@@ -88,3 +91,18 @@ def fresh_server(tmp_path: Path) -> Iterator[Callable[..., InProcess]]:
     yield start
     for running in started:
         running.close()
+
+
+# The catalogue's small limits (tests/support/bad_inputs.py) and a 1 MiB body limit, so a body
+# over --max-message-bytes is cheap to send.
+HTTP_FLAGS = (*SERVER_FLAGS, "--max-message-bytes", str(1 << 20))
+
+
+@pytest.fixture(scope="session")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServed]:
+    """One real server with the HTTP API on, shared by the HTTP, bad-input and page tests."""
+    port = free_port()
+    served = start_tokend(tmp_path_factory.mktemp("http"), *HTTP_FLAGS, "--http-port", str(port),
+                          workers=2)
+    yield HttpServed(f"http://127.0.0.1:{port}", served)
+    served.stop()

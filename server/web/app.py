@@ -1,0 +1,316 @@
+"""The HTTP JSON API and the inspector page: Starlette routes over the gRPC servicer.
+
+``/tokenize``, ``/detokenize``, ``/count`` and ``/tokenizers`` are the paths TEI and vLLM
+use; each body is the RPC's request in JSON (``convert.py``) and each call runs the servicer
+method itself (Encode, Decode, CountTokens, ListTokenizers, GetTokenizer) on the worker's
+handler pool, so semantics, limits and refusals are the gRPC ones by construction; only the
+status code is HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). ``/`` is the inspector
+page (``static/``). None of these needs the admin token, as their RPCs do not; training stays
+on gRPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import unquote_to_bytes
+
+import grpc
+from google.protobuf.message import Message
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
+
+from tokend.core.errors import TokendError, Unavailable, shown
+from tokend.core.pipeline.decoders import byte_of
+from tokend.server import limits, metrics
+from tokend.server.errors import bounded, code_for, field_of, http_status_for
+from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_id
+from tokend.server.logs import log_event
+from tokend.server.servicer import TokenizerService
+from tokend.server.web.convert import invalid, parse_body, to_json, to_message
+from tokend.v1 import tokenizer_pb2 as pb
+
+STATIC = Path(__file__).resolve().parent / "static"
+# The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
+HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
+            "/count": "count", "/tokenizers": "tokenizers", "/health": "health"}
+JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
+            "GET /tokenizers/{ref}", "GET /health"]
+_MAX_REQUEST_ID = 128
+
+
+class HttpContext:
+    """What the servicer asks of a gRPC context, for an HTTP request: no deadline, and a
+    client that leaves is not noticed mid-call (a call is bounded by the limits anyway)."""
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def is_active(self) -> bool:
+        return True
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return False
+
+
+_CONTEXT = cast(grpc.ServicerContext, HttpContext())  # the servicer reads only the above
+
+
+class WebApi:
+    """The routes, bound to one worker's servicer, handler pool and draining state."""
+
+    def __init__(self, service: TokenizerService, executor: Executor, state: ServerState,
+                 *, max_body_bytes: int) -> None:
+        self.service = service
+        self.executor = executor
+        self.state = state
+        self.max_body_bytes = max_body_bytes
+
+    def app(self) -> ASGIApp:
+        routes = [
+            Route("/", self.page, methods=["GET"]),
+            Route("/health", self.health, methods=["GET"]),
+            Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/detokenize", self.detokenize, methods=["POST"]),
+            Route("/count", self.count, methods=["POST"]),
+            Route("/tokenizers", self.list_tokenizers, methods=["GET"]),
+            Route("/tokenizers/{ref:path}", self.get_tokenizer, methods=["GET"]),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+        app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
+        return HttpMetrics(app)
+
+    # -- routes ---------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    async def health(self, request: Request) -> Response:
+        serving = not self.state.draining
+        return JSONResponse({"status": "serving" if serving else "draining"},
+                            status_code=200 if serving else 503)
+
+    async def tokenize(self, request: Request) -> Response:
+        async def work(body: dict[str, Any]) -> dict[str, Any]:
+            body.setdefault("include_details", True)  # TEI answers with the pieces
+            req = to_message(body, pb.EncodeRequest())
+            response = await self._run(self.service.Encode, req)
+            return self._tokens(response, with_details=req.include_details)
+        return await self._json_call(request, work)
+
+    async def detokenize(self, request: Request) -> Response:
+        async def work(body: dict[str, Any]) -> dict[str, Any]:
+            req = to_message(body, pb.DecodeRequest())
+            return to_json(await self._run(self.service.Decode, req))
+        return await self._json_call(request, work)
+
+    async def count(self, request: Request) -> Response:
+        async def work(body: dict[str, Any]) -> dict[str, Any]:
+            req = to_message(body, pb.CountTokensRequest())
+            return to_json(await self._run(self.service.CountTokens, req))
+        return await self._json_call(request, work)
+
+    async def list_tokenizers(self, request: Request) -> Response:
+        async def work(body: dict[str, Any]) -> dict[str, Any]:
+            req = pb.ListTokenizersRequest()
+            return to_json(await self._run(self.service.ListTokenizers, req))
+        return await self._json_call(request, work, body=False)
+
+    async def get_tokenizer(self, request: Request) -> Response:
+        async def work(body: dict[str, Any]) -> dict[str, Any]:
+            req = pb.GetTokenizerRequest(tokenizer=_path_ref(request))
+            return to_json(await self._run(self.service.GetTokenizer, req))
+        return await self._json_call(request, work, body=False)
+
+    # -- the common path of a JSON call -----------------------------------------------------
+
+    async def _json_call(
+        self,
+        request: Request,
+        work: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+        *,
+        body: bool = True,
+    ) -> Response:
+        """Refuse while draining, read and parse the body, run ``work``; a TokendError
+        becomes its HTTP status with a JSON error naming the field."""
+        rid = _request_id(request)
+        try:
+            if self.state.draining:
+                raise Unavailable("the server is draining (shutting down): retry on another "
+                                  "instance or after its restart")
+            parsed = parse_body(await self._body(request)) if body else {}
+            result = await work(parsed)
+            response: Response = JSONResponse(result)
+        except TokendError as exc:
+            response = error_response(exc)
+            log_event("http_error", path=request.url.path[:200], status=response.status_code,
+                      request_id=rid, error=bounded(str(exc)), field=field_of(exc))
+        except Exception as exc:  # logged, never sent to the client
+            log_event("http_internal_error", level=logging.ERROR, path=request.url.path[:200],
+                      request_id=rid, error=repr(exc))
+            logging.getLogger("tokend.server").debug("traceback", exc_info=exc)
+            response = JSONResponse(
+                {"error": {"message": f"internal error (request id {rid})", "code": 500,
+                           "status": "INTERNAL", "type": "InternalError", "field": None}},
+                status_code=500,
+            )
+        response.headers[REQUEST_ID_KEY] = rid
+        return response
+
+    async def _body(self, request: Request) -> bytes:
+        """The body, refused past --max-message-bytes (the gRPC message limit) unread."""
+        limit = self.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit():
+            limits.check("request body size in bytes", int(declared), limit,
+                          "--max-message-bytes", field="request")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            limits.check("request body size in bytes", size, limit, "--max-message-bytes",
+                         field="request")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _run(self, method: Callable[[Any, grpc.ServicerContext], Any],
+                   req: Message) -> Any:
+        """``method(req)`` on the handler pool, under the same --busy-calls rule as gRPC."""
+        return await asyncio.wrap_future(self.executor.submit(method, req, _CONTEXT))
+
+    def _tokens(self, response: pb.EncodeResponse, *, with_details: bool) -> dict[str, Any]:
+        """Encode's answer with TEI-style tokens: id, text (when the piece is whole UTF-8),
+        bytes (hex), byte offsets [start, end), special and byte-fallback flags."""
+        fallback = self._byte_fallback_ids(response) if with_details else frozenset()
+        results: list[dict[str, Any]] = []
+        for result in response.results:
+            tokens = [
+                {"id": d.id, "text": _utf8_or_none(d.piece), "bytes": d.piece.hex(),
+                 "start": d.start, "end": d.end, "special": d.special,
+                 "byte_fallback": d.id in fallback}
+                for d in result.details
+            ]
+            results.append({"ids": list(result.ids), "count": len(result.ids), "tokens": tokens})
+        total = sum(len(r.ids) for r in response.results)
+        return {"tokenizer": response.tokenizer, "total": total, "results": results}
+
+    def _byte_fallback_ids(self, response: pb.EncodeResponse) -> frozenset[int]:
+        """Ids whose vocabulary entry is a ``<0xNN>`` byte-fallback token (SentencePiece and
+        HF models with byte_fallback; byte-level BPE has none)."""
+        encoding = self.service.tokenizers.get(response.tokenizer).encoding
+        decode_tokens = getattr(encoding, "decode_tokens", None)
+        if decode_tokens is None:
+            return frozenset()
+        ids = sorted({i for r in response.results for i in r.ids})
+        texts: list[str] = decode_tokens(ids)
+        return frozenset(i for i, text in zip(ids, texts, strict=True) if byte_of(text) is not None)
+
+
+def error_response(exc: TokendError) -> JSONResponse:
+    """The JSON error of a domain error: HTTP status, gRPC status name, class, field and a
+    message that starts with the field and quotes at most a bounded prefix of any value."""
+    field = field_of(exc)
+    message = str(exc) or type(exc).__name__
+    if field is not None and not message.startswith(field):
+        message = f"{field}: {message}"
+    status = http_status_for(exc)
+    return JSONResponse(
+        {"error": {"message": bounded(message), "code": status, "status": code_for(exc).name,
+                   "type": type(exc).__name__, "field": field}},
+        status_code=status,
+    )
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (unknown path 404, wrong method 405) in the same JSON shape."""
+    assert isinstance(exc, HTTPException)
+    path = shown(request.url.path)
+    message = (f"no route {request.method} {path}; the JSON API: {JSON_API}, the page: GET /"
+               if exc.status_code == 404 else f"{request.method} {path}: {exc.detail}")
+    return JSONResponse(
+        {"error": {"message": message, "code": exc.status_code, "status": "HTTP",
+                   "type": "HTTPException", "field": None}},
+        status_code=exc.status_code, headers=exc.headers,
+    )
+
+
+def _path_ref(request: Request) -> str:
+    """The ``{ref}`` of /tokenizers/{ref} from the raw path, refusing bytes that are not UTF-8
+    (the decoded path would have replaced them)."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    data = unquote_to_bytes(raw.split(b"?", 1)[0].removeprefix(b"/tokenizers/"))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise invalid("tokenizer", f"not valid UTF-8 (byte {exc.start} of the value): "
+                      "string fields must be valid UTF-8") from None
+
+
+def _utf8_or_none(piece: bytes) -> str | None:
+    try:
+        return piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _request_id(request: Request) -> str:
+    value = request.headers.get(REQUEST_ID_KEY, "")
+    if 0 < len(value) <= _MAX_REQUEST_ID and value.isprintable():
+        return value
+    return new_request_id()
+
+
+class HttpMetrics:
+    """ASGI middleware: ``tokend_http_requests_total{handler, method, code}`` and
+    ``tokend_http_request_seconds{handler}`` for every request (handler: a fixed set)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: AsgiMessage) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            handler = handler_label(scope.get("path", ""))
+            method = scope.get("method", "")
+            method = method if method in ("GET", "POST", "HEAD") else "other"
+            metrics.child(metrics.HTTP_REQUESTS, handler, method, str(status)).inc()
+            metrics.child(metrics.HTTP_SECONDS, handler).observe(time.perf_counter() - start)
+
+
+def handler_label(path: str) -> str:
+    """The metrics label of a path.
+
+    >>> handler_label("/tokenize"), handler_label("/tokenizers/gpt2"), handler_label("/x")
+    ('tokenize', 'tokenizer', 'other')
+    """
+    if path in HANDLERS:
+        return HANDLERS[path]
+    if path.startswith("/tokenizers/"):
+        return "tokenizer"
+    if path.startswith("/static/"):
+        return "static"
+    return "other"

@@ -1,0 +1,96 @@
+"""Run the HTTP app with uvicorn on a thread of a worker process.
+
+Every worker listens on the same ``--http-port`` with SO_REUSEPORT (the supervisor reserved
+it, as it does the gRPC port), so the kernel spreads HTTP connections over the workers the way
+it spreads gRPC ones, and each worker answers from its own loaded tokenizers. TLS is on
+exactly when the gRPC side has it, with the same files (``--tls-client-ca`` then requires
+client certificates on HTTP too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import socket
+import ssl
+import threading
+import time
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from tokend.server.config import ServerConfig
+
+START_TIMEOUT = 30.0
+
+
+def listen_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (SO_REUSEPORT in the worker processes)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot serve HTTP on {host}:{port}: {exc.strerror} (choose another "
+                      "--http-port, or 0 to turn HTTP off)") from None
+    sock.setblocking(False)
+    return sock
+
+
+def uvicorn_config(app: ASGIApp, config: ServerConfig) -> uvicorn.Config:
+    """uvicorn's settings: quiet (tokend logs its own JSON events), TLS as gRPC has it."""
+    tls: dict[str, object] = {}
+    if config.tls_cert is not None and config.tls_key is not None:
+        tls = {"ssl_certfile": str(config.tls_cert), "ssl_keyfile": str(config.tls_key)}
+        if config.tls_client_ca is not None:
+            tls |= {"ssl_ca_certs": str(config.tls_client_ca), "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=math.ceil(config.grace_seconds),
+        **tls,  # type: ignore[arg-type]
+    )
+
+
+class WebServer:
+    """uvicorn serving ``app`` on an already listening socket, on its own thread."""
+
+    def __init__(self, app: ASGIApp, config: ServerConfig, *, reuse_port: bool) -> None:
+        logging.getLogger("uvicorn").setLevel(logging.WARNING)  # its start/stop chatter
+        self.sock = listen_socket(config.http_host, config.http_port, reuse_port=reuse_port)
+        self.port: int = self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn_config(app, config))
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="http", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self.server.serve(sockets=[self.sock]))
+        except BaseException as exc:  # reported by start()
+            self._error = exc
+
+    def start(self) -> None:
+        """Start serving; raise what went wrong if uvicorn did not start (e.g. a bad key)."""
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop(0)
+                raise RuntimeError(f"the HTTP server did not start: {self._error!r}")
+            time.sleep(0.01)
+
+    def stop(self, grace: float) -> None:
+        """Stop accepting, let in-flight requests finish within ``grace`` seconds."""
+        self.server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(grace + 2.0)
+        self.sock.close()

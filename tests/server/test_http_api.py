@@ -1,0 +1,206 @@
+"""The HTTP JSON API against the gRPC answers and the reference implementations.
+
+A real ``tokend serve --http-port`` (two workers sharing the port) answers both transports;
+every JSON answer must carry what the matching RPC answers (ids, pieces, offsets, counts,
+texts, listings), the ids must be tiktoken's / HF ``tokenizers``' own, and byte-fallback and
+special pieces must be flagged as the reference's vocabulary says.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from http_api import HttpServed, byte_fallback_tokenizer, call, free_port
+from tiktoken_reference import reference
+from tls_certs import Certs
+
+from tokend.core.registry import Registry
+from tokend.v1 import tokenizer_pb2 as pb
+from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TEXTS = ["Hello, world! Größe 世界 🙂", "  two  spaces\tand a tab\n", "<|endoftext|> as text"]
+
+
+@pytest.fixture(scope="module")
+def stub(http_server: HttpServed) -> Iterator[pb_grpc.TokenizerServiceStub]:
+    with grpc.insecure_channel(http_server.process.target) as channel:
+        yield pb_grpc.TokenizerServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+def hf_tok(http_server: HttpServed) -> Any:
+    """A byte-fallback BPE published to the server's registry as ``bfbpe`` (HF's object)."""
+    tok = byte_fallback_tokenizer((FIXTURES / "corpora" / "corpus.en").read_text()[:20000])
+    Registry(http_server.process.registry).publish_file(
+        "bfbpe", fmt="hf-json", data=tok.to_str().encode())
+    deadline = time.monotonic() + 30
+    while call(http_server.base, "GET", "/tokenizers/bfbpe").status != 200:
+        assert time.monotonic() < deadline, "bfbpe was not served"
+        time.sleep(0.1)
+    return tok
+
+
+class TestTokenize:
+    def test_ids_pieces_and_offsets_equal_grpc_and_tiktoken(self, http_server: HttpServed,
+                                                             stub: Any) -> None:
+        """Every text's ids are tiktoken's; tokens equal Encode's details field by field."""
+        body = {"tokenizer": "o200k_base", "texts": TEXTS,
+                "special_tokens": {"disallowed_mode": "none"}}
+        answer = call(http_server.base, "POST", "/tokenize", body)
+        assert answer.status == 200, answer.body
+        grpc_answer = stub.Encode(pb.EncodeRequest(
+            tokenizer="o200k_base", texts=TEXTS, include_details=True,
+            special_tokens=pb.SpecialTokenPolicy(disallowed_mode=pb.DISALLOWED_SPECIAL_NONE)))
+        tiktoken_enc = reference("o200k_base")
+        assert answer.body["tokenizer"] == "o200k_base"
+        results = answer.body["results"]
+        assert len(results) == len(TEXTS)
+        for text, result, expected in zip(TEXTS, results, grpc_answer.results, strict=True):
+            assert result["ids"] == tiktoken_enc.encode_ordinary(text) == list(expected.ids)
+            assert result["count"] == len(result["ids"])
+            assert [(t["id"], bytes.fromhex(t["bytes"]), t["start"], t["end"], t["special"])
+                    for t in result["tokens"]] == \
+                [(d.id, d.piece, d.start, d.end, d.special) for d in expected.details]
+            assert b"".join(bytes.fromhex(t["bytes"]) for t in result["tokens"]) == text.encode()
+            for token in result["tokens"]:
+                piece = bytes.fromhex(token["bytes"])
+                whole = piece.decode("utf-8", errors="replace") == piece.decode("utf-8", "ignore")
+                assert token["text"] == (piece.decode() if whole else None)
+        assert answer.body["total"] == sum(len(r.ids) for r in grpc_answer.results)
+
+    def test_a_single_text_and_the_special_policy(self, http_server: HttpServed) -> None:
+        """``texts`` may be one string; allow_all encodes special text as its id, flagged."""
+        answer = call(http_server.base, "POST", "/tokenize",
+                      {"tokenizer": "cl100k_base", "texts": "a<|endoftext|>",
+                       "special_tokens": {"allow_all": True}})
+        tiktoken_enc = reference("cl100k_base")
+        (result,) = answer.body["results"]
+        assert result["ids"] == tiktoken_enc.encode("a<|endoftext|>", allowed_special="all")
+        assert [t["special"] for t in result["tokens"]] == [False, True]
+
+    def test_byte_fallback_and_framing_follow_hf(self, http_server: HttpServed,
+                                                 hf_tok: Any) -> None:
+        """A registry tokenizer: ids with add_special_tokens are HF's; ``<0xNN>`` pieces are
+        flagged byte_fallback and <s> </s> special, as HF's vocabulary says."""
+        text = "the snowman ☃ stays"
+        answer = call(http_server.base, "POST", "/tokenize",
+                      {"tokenizer": "bfbpe", "texts": [text], "add_special_tokens": True})
+        assert answer.status == 200, answer.body
+        assert answer.body["tokenizer"] == "bfbpe@1"
+        (result,) = answer.body["results"]
+        expected = hf_tok.encode(text)
+        assert result["ids"] == expected.ids
+        flags = [(t["byte_fallback"], t["special"]) for t in result["tokens"]]
+        assert flags == [(tok.startswith("<0x"), tok in ("<s>", "</s>"))
+                         for tok in expected.tokens]
+        assert sum(f for f, _ in flags) == 3  # ☃ is three bytes no merge covers
+
+    def test_details_can_be_left_out(self, http_server: HttpServed) -> None:
+        answer = call(http_server.base, "POST", "/tokenize",
+                      {"tokenizer": "gpt2", "texts": ["abc def"], "include_details": False})
+        (result,) = answer.body["results"]
+        assert result["tokens"] == [] and result["ids"] == reference("gpt2").encode(
+            "abc def")
+
+
+class TestOtherCalls:
+    def test_detokenize_equals_decode(self, http_server: HttpServed, stub: Any) -> None:
+        """ids and batch (bare lists or {"ids": ...}) give Decode's texts and bytes."""
+        tiktoken_enc = reference("o200k_base")
+        ids = [tiktoken_enc.encode(t, disallowed_special=()) for t in TEXTS]
+        answer = call(http_server.base, "POST", "/detokenize",
+                      {"tokenizer": "o200k_base", "ids": ids[0],
+                       "batch": [ids[1], {"ids": ids[2]}]})
+        assert answer.status == 200, answer.body
+        grpc_answer = stub.Decode(pb.DecodeRequest(
+            tokenizer="o200k_base", ids=ids[0], batch=[pb.TokenIds(ids=i) for i in ids[1:]]))
+        assert answer.body["text"] == TEXTS[0] == grpc_answer.text
+        assert bytes.fromhex(answer.body["data"]) == grpc_answer.data
+        assert [r["text"] for r in answer.body["results"]] == TEXTS[1:]
+
+    def test_count_equals_count_tokens(self, http_server: HttpServed, stub: Any) -> None:
+        """Texts, chat messages, a model and a budget: every field CountTokens answers."""
+        body: dict[str, Any] = {
+            "model": "gpt-4o", "texts": TEXTS[:2], "max_tokens": 50,
+            "messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Hi there", "name": "ann"}],
+            "tools_json": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        }
+        answer = call(http_server.base, "POST", "/count", body)
+        assert answer.status == 200, answer.body
+        expected = stub.CountTokens(pb.CountTokensRequest(
+            model="gpt-4o", texts=TEXTS[:2], max_tokens=50,
+            messages=[pb.ChatMessage(role="system", content="Be brief."),
+                      pb.ChatMessage(role="user", content="Hi there", name="ann")],
+            tools_json=json.dumps(body["tools_json"])))
+        for field in ("tokenizer", "total", "messages_count", "tools_count", "fits",
+                      "remaining", "exact", "chat_rule", "model", "context_window"):
+            assert answer.body[field] == getattr(expected, field), field
+        assert answer.body["counts"] == list(expected.counts)
+        tiktoken_enc = reference("o200k_base")
+        assert answer.body["counts"] == [len(tiktoken_enc.encode_ordinary(t)) for t in TEXTS[:2]]
+
+    def test_tokenizers_equal_the_listing(self, http_server: HttpServed, stub: Any) -> None:
+        answer = call(http_server.base, "GET", "/tokenizers")
+        listing = stub.ListTokenizers(pb.ListTokenizersRequest())
+        assert [(t["name"], t["builtin"], t["vocab_size"]) for t in answer.body["tokenizers"]] \
+            == [(t.name, t.builtin, t.vocab_size) for t in listing.tokenizers]
+        one = call(http_server.base, "GET", "/tokenizers/cl100k_base").body["manifest"]
+        manifest = stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer="cl100k_base")).manifest
+        assert (one["ref"], one["vocab_size"], one["special_tokens"]) == \
+            (manifest.ref, manifest.vocab_size, dict(manifest.special_tokens))
+
+    def test_health_request_id_and_page(self, http_server: HttpServed) -> None:
+        """/health serves; an x-request-id is echoed; / is the page, its assets served."""
+        assert call(http_server.base, "GET", "/health").body == {"status": "serving"}
+        answer = call(http_server.base, "POST", "/count",
+                      {"tokenizer": "gpt2", "texts": ["a"]}, headers={"x-request-id": "abc-1"})
+        assert answer.headers["x-request-id"] == "abc-1"
+        with urllib.request.urlopen(http_server.base + "/", timeout=10) as page:
+            html = page.read().decode()
+        assert "<title>tokend inspector</title>" in html
+
+    def test_http_metrics(self, http_server: HttpServed) -> None:
+        """tokend_http_requests_total counts by handler, method and code on /metrics."""
+        for _ in range(3):
+            call(http_server.base, "POST", "/tokenize", {"tokenizer": "nope", "texts": "a"})
+        url = f"http://127.0.0.1:{http_server.process.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as scrape:
+            text = scrape.read().decode()
+        line = next(line for line in text.splitlines() if line.startswith(
+            'tokend_http_requests_total{code="404",handler="tokenize",method="POST"}'))
+        assert float(line.split()[-1]) >= 3
+        assert 'tokend_http_request_seconds_count{handler="tokenize"}' in text
+
+
+class TestServerSide:
+    def test_draining_answers_503(self, fresh_server: Any) -> None:
+        """While a worker drains, the API says UNAVAILABLE (503) and /health too."""
+        port = free_port()
+        running = fresh_server(http_port=port)
+        base = f"http://127.0.0.1:{port}"
+        assert call(base, "POST", "/count", {"tokenizer": "gpt2", "texts": ["a"]}).status == 200
+        running.server.state.start_draining()
+        answer = call(base, "POST", "/count", {"tokenizer": "gpt2", "texts": ["a"]})
+        assert answer.status == 503 and answer.body["error"]["status"] == "UNAVAILABLE"
+        assert call(base, "GET", "/health").status == 503
+
+    def test_tls_follows_the_grpc_side(self, fresh_server: Any, tmp_path: Path) -> None:
+        """With --tls-cert/--tls-key the HTTP port speaks HTTPS with the same certificate."""
+        certs = Certs(tmp_path)
+        port = free_port()
+        fresh_server(http_port=port, tls_cert=certs.server_cert, tls_key=certs.server_key)
+        context = ssl.create_default_context(cafile=str(certs.ca))
+        answer = call(f"https://127.0.0.1:{port}", "GET", "/tokenizers/gpt2", context=context)
+        assert answer.status == 200 and answer.body["manifest"]["ref"] == "gpt2"
+        with pytest.raises(OSError):
+            call(f"http://127.0.0.1:{port}", "GET", "/health", timeout=5)
