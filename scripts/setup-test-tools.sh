@@ -3,7 +3,9 @@
 #   client/node/  the Node.js client's packages (@grpc/grpc-js, @grpc/proto-loader)
 #   tools/        buf (npm @bufbuild/buf) for `buf lint` of proto/
 #   Debian        prometheus (+ promtool) for the metrics/rules/dashboard tests, haproxy for the
-#                 balancer test (apt-get, as root; skipped when already installed)
+#                 balancer test, chromium for the inspector page test (Playwright drives it
+#                 through executable_path; `playwright install` is never run) (apt-get as root,
+#                 under /var/lock/tokend-apt.lock; skipped when already installed)
 #   .test-tools/  the Compose specification's JSON schema, as docker-compose 1.29.2 ships it on
 #                 PyPI (pip download, sha256-checked), for tests/test_deploy_files.py
 # Called by scripts/test.sh. Needs node + npm on PATH and fails loudly without them: the tests
@@ -21,16 +23,18 @@ apt_packages=()
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 \
   || apt_packages+=(prometheus)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || apt_packages+=(haproxy)
+[ -x /usr/bin/chromium ] || apt_packages+=(chromium)
 if [ "${#apt_packages[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "setup-test-tools: need ${apt_packages[*]} (Debian packages); run this as root on" \
       "Debian/Ubuntu or install them by hand" >&2
     exit 1
   fi
-  apt-get update -qq
+  # One apt at a time on this machine (other checkouts may be installing too).
   # The packages' services are not started here (no init system); the tests start their own.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "${apt_packages[@]}" >/dev/null
+  flock /var/lock/tokend-apt.lock bash -c 'apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+    >/dev/null' apt "${apt_packages[@]}"
 fi
 
 # The Compose spec's schema: compose/config/compose_spec.json inside the docker-compose wheel.

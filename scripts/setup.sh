@@ -30,7 +30,9 @@ source_hash() {
     find core server client proto tokend_pkg -type f \( -name '*.py' -o -name '*.pyi' \
       -o -name '*.pyx' -o -name '*.pxi' -o -name '*.json' -o -name '*.gz' -o -name '*.proto' \
       -o -name 'py.typed' -o -name '*.yaml' \) -not -path '*/__pycache__/*' | LC_ALL=C sort
-    find server/web/static -type f 2>/dev/null | LC_ALL=C sort  # the page's files (package data)
+    if [ -d server/web/static ]; then  # the inspector page's files (package data)
+      find server/web/static -type f | LC_ALL=C sort
+    fi
   } | sha256sum | cut -d' ' -f1
 }
 want="$(source_hash)"

@@ -43,7 +43,8 @@ def make_tree(tmp_path: Path) -> Path:
 class TestSetupStamp:
     def test_engine_sources_config_and_new_modules_change_the_stamp(self, tmp_path) -> None:
         """An edit of an engine source (compiled into the extension), of pyproject.toml or
-        setup.py, a new module, or TOKEND_REQUIRE_COMPILED must each make setup.sh run pip."""
+        setup.py, a new module or page file, or TOKEND_REQUIRE_COMPILED must each make setup.sh
+        run pip."""
         tree = make_tree(tmp_path)
         base = source_hash(tree)
         assert source_hash(tree) == base
@@ -60,6 +61,12 @@ class TestSetupStamp:
         (tree / "server" / "new_module.py").write_text("")
         assert source_hash(tree) != base
         (tree / "server" / "new_module.py").unlink()
+        static = tree / "server" / "web" / "static"
+        static.mkdir(parents=True)
+        (static / "page.js").write_text("")  # the inspector page's files are package data
+        assert source_hash(tree) != base
+        shutil.rmtree(tree / "server" / "web")
+        assert source_hash(tree) == base
         assert source_hash(tree, TOKEND_REQUIRE_COMPILED="1") != base
 
     def test_an_unchanged_checkout_skips_pip(self) -> None:

@@ -6,18 +6,21 @@ client tests can share it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 import tiktoken
 from bad_inputs import SERVER_FLAGS
-from http_api import HttpServed, free_port
+from http_api import HttpServed, byte_fallback_tokenizer, call, free_port
 from tiktoken_reference import reference
 from tokend_process import start_tokend
 
+from tokend.core.registry import Registry
 from tokend.server.app import TokendServer, make_server
 from tokend.server.config import ServerConfig
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
@@ -106,3 +109,18 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServed
                           workers=2)
     yield HttpServed(f"http://127.0.0.1:{port}", served)
     served.stop()
+
+
+@pytest.fixture(scope="session")
+def bfbpe(http_server: HttpServed) -> Any:
+    """A byte-fallback BPE (HF ``tokenizers``, Llama-style) published to ``http_server``'s
+    registry as ``bfbpe`` and served; returns HF's own tokenizer object, the reference."""
+    corpus = (Path(__file__).resolve().parents[1] / "fixtures" / "corpora" / "corpus.en")
+    tok = byte_fallback_tokenizer(corpus.read_text(encoding="utf-8")[:20000])
+    Registry(http_server.process.registry).publish_file(
+        "bfbpe", fmt="hf-json", data=tok.to_str().encode())
+    deadline = time.monotonic() + 30
+    while call(http_server.base, "GET", "/tokenizers/bfbpe").status != 200:
+        assert time.monotonic() < deadline, "bfbpe was not served within 30 s"
+        time.sleep(0.1)
+    return tok

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,10 @@ from typing import Any
 
 import grpc
 import pytest
-from http_api import HttpServed, byte_fallback_tokenizer, call, free_port
+from http_api import HttpServed, call, free_port
 from tiktoken_reference import reference
 from tls_certs import Certs
 
-from tokend.core.registry import Registry
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -34,19 +32,6 @@ TEXTS = ["Hello, world! Größe 世界 🙂", "  two  spaces\tand a tab\n", "<|e
 def stub(http_server: HttpServed) -> Iterator[pb_grpc.TokenizerServiceStub]:
     with grpc.insecure_channel(http_server.process.target) as channel:
         yield pb_grpc.TokenizerServiceStub(channel)
-
-
-@pytest.fixture(scope="module")
-def hf_tok(http_server: HttpServed) -> Any:
-    """A byte-fallback BPE published to the server's registry as ``bfbpe`` (HF's object)."""
-    tok = byte_fallback_tokenizer((FIXTURES / "corpora" / "corpus.en").read_text()[:20000])
-    Registry(http_server.process.registry).publish_file(
-        "bfbpe", fmt="hf-json", data=tok.to_str().encode())
-    deadline = time.monotonic() + 30
-    while call(http_server.base, "GET", "/tokenizers/bfbpe").status != 200:
-        assert time.monotonic() < deadline, "bfbpe was not served"
-        time.sleep(0.1)
-    return tok
 
 
 class TestTokenize:
@@ -88,7 +73,7 @@ class TestTokenize:
         assert [t["special"] for t in result["tokens"]] == [False, True]
 
     def test_byte_fallback_and_framing_follow_hf(self, http_server: HttpServed,
-                                                 hf_tok: Any) -> None:
+                                                 bfbpe: Any) -> None:
         """A registry tokenizer: ids with add_special_tokens are HF's; ``<0xNN>`` pieces are
         flagged byte_fallback and <s> </s> special, as HF's vocabulary says."""
         text = "the snowman ☃ stays"
@@ -97,7 +82,7 @@ class TestTokenize:
         assert answer.status == 200, answer.body
         assert answer.body["tokenizer"] == "bfbpe@1"
         (result,) = answer.body["results"]
-        expected = hf_tok.encode(text)
+        expected = bfbpe.encode(text)
         assert result["ids"] == expected.ids
         flags = [(t["byte_fallback"], t["special"]) for t in result["tokens"]]
         assert flags == [(tok.startswith("<0x"), tok in ("<s>", "</s>"))

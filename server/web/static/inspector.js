@@ -1,0 +1,199 @@
+// The inspector page: plain JavaScript over the JSON API (POST tokenize, GET tokenizers).
+// State can come from the query string (?a=o200k_base&b=gpt2&text=...&add_special=1), so a
+// view can be linked to and screenshots are reproducible.
+"use strict";
+
+const SAMPLE = "Tokenizers split text into pieces: \"unbelievably\" → ?\n" +
+  "Größe, 東京, emoji 🙂 and  two  spaces.<|endoftext|>";
+const COLOURS = 6;
+const $ = (id) => document.getElementById(id);
+let sequence = 0;  // the newest update; older answers are dropped
+let timer = 0;
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  const data = await response.json();
+  if (!response.ok) {
+    throw new Error(data.error ? data.error.message : response.statusText);
+  }
+  return data;
+}
+
+function utf8Length(text) {
+  return new TextEncoder().encode(text).length;
+}
+
+function hexBytes(hex) {
+  return hex.match(/../g) || [];
+}
+
+// What a piece shows: its text, "<0xNN>" for a byte-fallback piece, \xNN for partial UTF-8.
+function pieceLabel(token) {
+  if (token.byte_fallback) {
+    return hexBytes(token.bytes).map((b) => `<0x${b.toUpperCase()}>`).join("");
+  }
+  if (token.text === null) {
+    return hexBytes(token.bytes).map((b) => `\\x${b}`).join("");
+  }
+  return token.text;
+}
+
+// Spans of the ordinary pieces, in bytes of the text they cover (special pieces skipped, so
+// framing tokens such as <s> do not shift the comparison).
+function spans(tokens) {
+  const out = [];
+  let at = 0;
+  for (const token of tokens) {
+    const size = token.bytes.length / 2;
+    out.push(token.special ? null : `${at}:${at + size}`);
+    if (!token.special) {
+      at += size;
+    }
+  }
+  return out;
+}
+
+function describe(ref, token) {
+  const flags = [token.special && "special", token.byte_fallback && "byte fallback",
+    token.text === null && !token.byte_fallback && "partial UTF-8"].filter(Boolean);
+  return `${ref} · id ${token.id} · ${JSON.stringify(pieceLabel(token))} · bytes ` +
+    `${hexBytes(token.bytes).join(" ")} · [${token.start}, ${token.end})` +
+    (flags.length ? ` · ${flags.join(", ")}` : "");
+}
+
+function stat(label, cls, value) {
+  const span = document.createElement("span");
+  span.append(`${label} `);
+  const b = document.createElement("b");
+  b.className = cls;
+  b.textContent = value;
+  span.append(b);
+  return span;
+}
+
+function renderPanel(text, answer, otherSpans) {
+  const result = answer.results[0];
+  const panel = document.createElement("article");
+  panel.className = "panel";
+  panel.dataset.tokenizer = answer.tokenizer;
+  const title = document.createElement("h2");
+  title.textContent = answer.tokenizer;
+  const bytes = utf8Length(text);
+  const chars = [...text].length;
+  const stats = document.createElement("p");
+  stats.className = "stats";
+  stats.append(
+    stat("tokens", "count", String(result.count)),
+    stat("bytes", "nbytes", String(bytes)),
+    stat("bytes / token", "bpt", result.count ? (bytes / result.count).toFixed(2) : "–"),
+    stat("chars / token", "cpt", result.count ? (chars / result.count).toFixed(2) : "–"),
+    stat("special", "nspecial", String(result.tokens.filter((t) => t.special).length)),
+    stat("byte fallback", "nfallback",
+      String(result.tokens.filter((t) => t.byte_fallback).length)),
+  );
+  const pieces = document.createElement("div");
+  pieces.className = "pieces";
+  const own = spans(result.tokens);
+  result.tokens.forEach((token, i) => {
+    const span = document.createElement("span");
+    const classes = ["piece", `c${i % COLOURS}`];
+    if (token.special) classes.push("special");
+    if (token.byte_fallback) classes.push("byte-fallback");
+    else if (token.text === null) classes.push("partial");
+    if (otherSpans && own[i] !== null && !otherSpans.has(own[i])) classes.push("differs");
+    span.className = classes.join(" ");
+    span.textContent = pieceLabel(token);
+    span.title = describe(answer.tokenizer, token);
+    Object.assign(span.dataset, {
+      id: token.id, bytes: token.bytes, start: token.start, end: token.end,
+    });
+    pieces.append(span);
+  });
+  const ids = document.createElement("p");
+  ids.className = "ids";
+  ids.textContent = `ids: [${result.ids.join(", ")}]`;
+  panel.append(title, stats, pieces, ids);
+  return panel;
+}
+
+function render(text, answers) {
+  const panels = $("panels");
+  const sets = answers.map((a) => new Set(spans(a.results[0].tokens).filter(Boolean)));
+  panels.replaceChildren(...answers.map((answer, i) =>
+    renderPanel(text, answer, answers.length === 2 ? sets[1 - i] : null)));
+  panels.classList.toggle("two", answers.length === 2);
+  const diff = $("diff");
+  if (answers.length === 2) {
+    const [a, b] = answers.map((x) => x.results[0].count);
+    const shared = [...sets[0]].filter((s) => sets[1].has(s)).length;
+    diff.textContent = `${answers[0].tokenizer}: ${a} tokens · ${answers[1].tokenizer}: ${b} ` +
+      `tokens · ${shared} pieces in both · ${answers[1].tokenizer} / ` +
+      `${answers[0].tokenizer} = ${a ? (b / a).toFixed(2) : "–"}x`;
+  }
+  diff.hidden = answers.length !== 2;
+}
+
+async function update() {
+  const mine = ++sequence;
+  document.body.dataset.busy = "1";
+  const text = $("text").value;
+  const refs = [$("tok-a").value, $("tok-b").value].filter(Boolean);
+  const body = (ref) => ({
+    tokenizer: ref,
+    texts: [text],
+    add_special_tokens: $("add-special").checked,
+    special_tokens: $("allow-special").checked ? {allow_all: true} : {disallowed_mode: "none"},
+  });
+  try {
+    const answers = await Promise.all(refs.map((ref) => api("tokenize", body(ref))));
+    if (mine !== sequence) return;
+    render(text, answers);
+    $("error").hidden = true;
+  } catch (error) {
+    if (mine !== sequence) return;
+    $("panels").replaceChildren();
+    $("diff").hidden = true;
+    $("error").textContent = error.message;
+    $("error").hidden = false;
+  }
+  $("panels").dataset.text = text;  // what is shown now (the tests wait for it)
+  document.body.dataset.busy = "0";
+}
+
+function later() {
+  clearTimeout(timer);
+  timer = setTimeout(update, 200);
+}
+
+async function start() {
+  const params = new URLSearchParams(location.search);
+  let names = [];
+  try {
+    names = (await api("tokenizers")).tokenizers.map((t) => t.name);
+  } catch (error) {
+    $("error").textContent = `could not list the tokenizers: ${error.message}`;
+    $("error").hidden = false;
+  }
+  for (const select of [$("tok-a"), $("tok-b")]) {
+    for (const name of names) select.add(new Option(name, name));
+  }
+  $("tok-a").value = params.get("a") || (names.includes("o200k_base") ? "o200k_base" : names[0]);
+  $("tok-b").value = params.get("b") || "";
+  $("text").value = params.get("text") ?? SAMPLE;
+  $("add-special").checked = params.get("add_special") === "1";
+  $("text").addEventListener("input", later);
+  for (const id of ["tok-a", "tok-b", "allow-special", "add-special"]) {
+    $(id).addEventListener("change", update);
+  }
+  $("panels").addEventListener("mouseover", (event) => {
+    const piece = event.target.closest(".piece");
+    if (piece) $("hover").textContent = piece.title;
+  });
+  document.body.dataset.ready = "1";
+  await update();
+}
+
+start();

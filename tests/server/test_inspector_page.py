@@ -1,0 +1,173 @@
+"""The inspector page in a real headless browser: Debian's chromium, driven by Playwright.
+
+``scripts/setup-test-tools.sh`` installs chromium (apt); Playwright's own browser download is
+never used (``executable_path``). The page must show exactly what the JSON API answers: the
+ids and bytes of every piece, the counts and bytes per token, special and byte-fallback
+pieces marked, and, with two tokenizers, the pieces the other one does not have.
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from http_api import HttpServed, call
+from playwright.sync_api import Browser, Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TYPED = "Hello wörld, 東京 <|endoftext|> ☃!"
+PIECES_JS = """pieces => pieces.map(p => ({id: Number(p.dataset.id), bytes: p.dataset.bytes,
+    label: p.textContent, classes: [...p.classList]}))"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, http_server: HttpServed) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.goto(http_server.base + "/")
+    opened.wait_for_selector("body[data-ready='1']")
+    yield opened
+    context.close()
+    assert errors == []  # no JavaScript error on the page
+
+
+def shown(page: Page, text: str) -> None:
+    """Wait until the page shows the answers for ``text`` (no request in flight)."""
+    page.wait_for_function(
+        "text => document.getElementById('panels').dataset.text === text"
+        " && document.body.dataset.busy === '0'", arg=text)
+
+
+def api_tokens(base: str, tokenizer: str, text: str, *, add_special: bool = False) -> Any:
+    """What the page asks for (special-token text as special tokens, the page's default)."""
+    answer = call(base, "POST", "/tokenize", {
+        "tokenizer": tokenizer, "texts": [text], "add_special_tokens": add_special,
+        "special_tokens": {"allow_all": True}})
+    assert answer.status == 200, answer.body
+    (result,) = answer.body["results"]
+    return result
+
+
+def label(token: dict[str, Any]) -> str:
+    """The page's label of a piece: its text, <0xNN> for byte fallback, \\xNN for a partial."""
+    pairs = [token["bytes"][i:i + 2] for i in range(0, len(token["bytes"]), 2)]
+    if token["byte_fallback"]:
+        return "".join(f"<0x{b.upper()}>" for b in pairs)
+    if token["text"] is None:
+        return "".join(f"\\x{b}" for b in pairs)
+    return str(token["text"])
+
+
+def spans(tokens: list[dict[str, Any]]) -> list[tuple[int, int] | None]:
+    """Byte spans of the ordinary pieces over the text (special pieces: None)."""
+    out: list[tuple[int, int] | None] = []
+    at = 0
+    for token in tokens:
+        size = len(token["bytes"]) // 2
+        out.append(None if token["special"] else (at, at + size))
+        at += 0 if token["special"] else size
+    return out
+
+
+class TestInspectorPage:
+    def test_typed_text_shows_the_apis_pieces_and_counts(self, page: Page,
+                                                          http_server: HttpServed) -> None:
+        """Type into the box: every piece (id, bytes, label), the count and bytes per token
+        equal the API's; hovering a piece shows its id."""
+        page.select_option("#tok-a", "o200k_base")
+        page.select_option("#tok-b", "")
+        page.fill("#text", "")
+        page.locator("#text").press_sequentially(TYPED)
+        shown(page, TYPED)
+        expected = api_tokens(http_server.base, "o200k_base", TYPED)
+        panel = page.locator(".panel[data-tokenizer='o200k_base']")
+        pieces = panel.locator(".piece").evaluate_all(PIECES_JS)
+        assert [p["id"] for p in pieces] == expected["ids"]
+        assert [p["bytes"] for p in pieces] == [t["bytes"] for t in expected["tokens"]]
+        assert [p["label"] for p in pieces] == [label(t) for t in expected["tokens"]]
+        assert ["special" in p["classes"] for p in pieces] == \
+            [t["special"] for t in expected["tokens"]] and any(t["special"] for t in
+                                                              expected["tokens"])
+        assert panel.locator(".count").inner_text() == str(expected["count"])
+        size = len(TYPED.encode())
+        assert panel.locator(".nbytes").inner_text() == str(size)
+        assert panel.locator(".bpt").inner_text() == f"{size / expected['count']:.2f}"
+        assert page.locator("#diff").is_hidden()
+        third = panel.locator(".piece").nth(2)
+        third.hover()
+        assert f"id {expected['ids'][2]} " in page.locator("#hover").inner_text()
+
+    def test_two_tokenizers_side_by_side(self, page: Page, http_server: HttpServed,
+                                         bfbpe: Any) -> None:
+        """o200k_base next to a byte-fallback BPE with its <s> </s> framing: both panels are
+        the API's, byte-fallback and special pieces are marked, and exactly the pieces whose
+        span the other tokenizer lacks are marked as differing."""
+        page.select_option("#tok-a", "o200k_base")
+        page.select_option("#tok-b", "bfbpe")
+        page.check("#add-special")
+        page.fill("#text", TYPED)
+        shown(page, TYPED)
+        answers = {ref: api_tokens(http_server.base, ref, TYPED, add_special=True)
+                   for ref in ("o200k_base", "bfbpe")}
+        panels = {"o200k_base": "o200k_base", "bfbpe": "bfbpe@1"}
+        other = {"o200k_base": "bfbpe", "bfbpe": "o200k_base"}
+        for ref, shown_ref in panels.items():
+            panel = page.locator(f".panel[data-tokenizer='{shown_ref}']")
+            pieces = panel.locator(".piece").evaluate_all(PIECES_JS)
+            tokens = answers[ref]["tokens"]
+            assert [p["id"] for p in pieces] == answers[ref]["ids"]
+            assert [p["label"] for p in pieces] == [label(t) for t in tokens]
+            assert [("byte-fallback" in p["classes"], "special" in p["classes"])
+                    for p in pieces] == [(t["byte_fallback"], t["special"]) for t in tokens]
+            theirs = {s for s in spans(answers[other[ref]]["tokens"]) if s is not None}
+            assert ["differs" in p["classes"] for p in pieces] == \
+                [s is not None and s not in theirs for s in spans(tokens)]
+            assert panel.locator(".count").inner_text() == str(answers[ref]["count"])
+        fallback = [label(t) for t in answers["bfbpe"]["tokens"] if t["byte_fallback"]]
+        hf_tokens = bfbpe.encode(TYPED).tokens  # 東京 and ☃ are not in its corpus
+        assert fallback == [t for t in hf_tokens if t.startswith("<0x")]
+        assert len(fallback) >= 9
+        diff = page.locator("#diff").inner_text()
+        assert f"o200k_base: {answers['o200k_base']['count']} tokens" in diff
+        assert f"bfbpe@1: {answers['bfbpe']['count']} tokens" in diff
+
+    def test_a_refused_text_shows_the_apis_error(self, page: Page) -> None:
+        """A text over --max-text-bytes shows the API's message naming the limit."""
+        page.select_option("#tok-b", "")
+        text = "x" * 70_000
+        page.fill("#text", text)
+        shown(page, text)
+        error = page.locator("#error")
+        assert error.is_visible()
+        assert "--max-text-bytes" in error.inner_text()
+        assert page.locator(".panel").count() == 0
+
+
+def test_the_screenshot_script_writes_a_png(tmp_path: Path) -> None:
+    """scripts/screenshot_inspector.py (which made docs/inspector.png) still works."""
+    out = tmp_path / "inspector.png"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot_inspector.py"),
+                    "--out", str(out)], check=True, capture_output=True, timeout=180)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == 1200 and height >= 600
