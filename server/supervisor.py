@@ -40,7 +40,7 @@ RESTART_DELAY = 1.0
 EXIT_MARGIN = 5.0
 
 
-def reserve_port(host: str, port: int) -> socket.socket:
+def reserve_port(host: str, port: int, *, flag: str = "--port") -> socket.socket:
     """Bind (not listen) a SO_REUSEPORT socket: it resolves port 0 and keeps the port ours.
 
     A bound socket that never listens receives no connections, so the workers' listening
@@ -55,7 +55,7 @@ def reserve_port(host: str, port: int) -> socket.socket:
     lock = Path(tempfile.gettempdir()) / PORT_LOCK_FILE.format(uid=os.getuid())
     with file_lock(lock, timeout=30.0):
         if port != 0:
-            _probe_free(family, host, port)
+            _probe_free(family, host, port, flag)
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         try:
@@ -66,7 +66,7 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _probe_free(family: socket.AddressFamily, host: str, port: int) -> None:
+def _probe_free(family: socket.AddressFamily, host: str, port: int, flag: str) -> None:
     """Raise OSError naming the port if anything holds it (see reserve_port)."""
     probe = socket.socket(family, socket.SOCK_STREAM)
     # SO_REUSEADDR only so that connections of a stopped instance in TIME_WAIT do not count;
@@ -79,7 +79,7 @@ def _probe_free(family: socket.AddressFamily, host: str, port: int) -> None:
             raise OSError(
                 f"cannot serve on {format_target(host, port)}: the port is already in use "
                 "(another tokend serve, or another program, holds it); stop that one or "
-                "choose another --port"
+                f"choose another {flag}"
             ) from None
         raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from None
     finally:
@@ -142,7 +142,7 @@ class Supervisor:
         reserved = reserve_port(config.host, config.port)
         self.port = reserved.getsockname()[1]
         # The HTTP port is reserved the same way (a fixed port: 0 turns HTTP off).
-        http_reserved = reserve_port(config.http_host, config.http_port) \
+        http_reserved = reserve_port(config.http_host, config.http_port, flag="--http-port") \
             if config.http_port else None
         metrics_server = None
         metrics_port = 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from pathlib import Path
@@ -158,8 +159,8 @@ class WebApi:
                       request_id=rid, error=bounded(str(exc)), field=field_of(exc))
         except Exception as exc:  # logged, never sent to the client
             log_event("http_internal_error", level=logging.ERROR, path=request.url.path[:200],
-                      request_id=rid, error=repr(exc))
-            logging.getLogger("tokend.server").debug("traceback", exc_info=exc)
+                      request_id=rid, error=repr(exc),
+                      traceback="".join(traceback.format_exception(exc)))
             response = JSONResponse(
                 {"error": {"message": f"internal error (request id {rid})", "code": 500,
                            "status": "INTERNAL", "type": "InternalError", "field": None}},

@@ -9,7 +9,11 @@ special pieces must be flagged as the reference's vocabulary says.
 from __future__ import annotations
 
 import json
+import socket
 import ssl
+import subprocess
+import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,3 +193,83 @@ class TestServerSide:
         assert answer.status == 200 and answer.body["manifest"]["ref"] == "gpt2"
         with pytest.raises(OSError):
             call(f"http://127.0.0.1:{port}", "GET", "/health", timeout=5)
+
+    def test_mutual_tls_requires_a_client_certificate(self, fresh_server: Any,
+                                                      tmp_path: Path) -> None:
+        """With --tls-client-ca, HTTPS wants a client certificate signed by that CA."""
+        certs = Certs(tmp_path)
+        port = free_port()
+        fresh_server(http_port=port, tls_cert=certs.server_cert, tls_key=certs.server_key,
+                     tls_client_ca=certs.ca)
+        base = f"https://127.0.0.1:{port}"
+        anonymous = ssl.create_default_context(cafile=str(certs.ca))
+        with pytest.raises(OSError):
+            call(base, "GET", "/health", context=anonymous, timeout=5)
+        known = ssl.create_default_context(cafile=str(certs.ca))
+        known.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+        assert call(base, "GET", "/health", context=known).status == 200
+
+
+class TestProcess:
+    def test_every_worker_answers_http(self, http_server: HttpServed) -> None:
+        """Each new connection goes to one of the two workers (SO_REUSEPORT): the refusals of
+        24 connections are logged by both worker processes."""
+        events = http_server.process.events
+        after = len(events)
+        for i in range(24):
+            call(http_server.base, "POST", "/tokenize", {"tokenizer": f"spread-{i}", "texts": "a"})
+        deadline = time.monotonic() + 10
+
+        def logged() -> list[dict[str, Any]]:
+            return [e for e in events[after:] if e.get("event") == "http_error"
+                    and "no tokenizer named 'spread-" in str(e.get("error"))]
+
+        while len(logged()) < 24 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len({e["proc"] for e in logged()}) == 2
+
+    def test_sigterm_stops_http_and_exits_0(self, tokend_factory: Any) -> None:
+        """SIGTERM ends a server with HTTP on promptly and cleanly; the port is closed."""
+        port = free_port()
+        served = tokend_factory("--http-port", str(port), "--drain-delay-seconds", "0.2",
+                                workers=1)
+        base = f"http://127.0.0.1:{port}"
+        assert call(base, "GET", "/health").status == 200
+        start = time.monotonic()
+        assert served.stop() == 0
+        assert time.monotonic() - start < 10
+        with pytest.raises(OSError):
+            call(base, "GET", "/health", timeout=2)
+
+    def test_a_taken_http_port_stops_start_up(self, tmp_path: Path) -> None:
+        """A port another program holds: exit 1 naming --http-port."""
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = str(taken.getsockname()[1])
+            result = subprocess.run(
+                [sys.executable, "-m", "tokend.cli", "serve", "--port", "0", "--metrics-port",
+                 "0", "--registry", str(tmp_path / "reg"), "--http-port", port],
+                check=False, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, result.stderr
+        assert "--http-port" in result.stderr and port in result.stderr
+
+    def test_flags_and_environment(self) -> None:
+        """--http-port / --http-host, else TOKEND_HTTP_PORT / TOKEND_HTTP_HOST, else off on
+        loopback."""
+        import argparse
+
+        from tokend.commands.serve import register
+        from tokend.server.config import config_from
+
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers())
+        default = config_from(parser.parse_args(["serve"]), {})
+        assert (default.http_port, default.http_host) == (0, "127.0.0.1")
+        env = {"TOKEND_HTTP_PORT": "8081", "TOKEND_HTTP_HOST": "0.0.0.0"}
+        from_env = config_from(parser.parse_args(["serve"]), env)
+        assert (from_env.http_port, from_env.http_host) == (8081, "0.0.0.0")
+        flagged = config_from(parser.parse_args(["serve", "--http-port", "9000"]), env)
+        assert flagged.http_port == 9000
+        with pytest.raises(ValueError, match="--http-port"):
+            config_from(parser.parse_args(["serve", "--http-port", "70000"]), {})
