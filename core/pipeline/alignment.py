@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import Literal
 
 Span = tuple[int, int]
@@ -90,17 +91,18 @@ def expand(align: Align, start: int, end: int, fallback: int) -> Span:
 # -- Unicode normalization with change tags (unicode-normalization-alignments) -------------------
 
 
-def decompose(text: str, compat: bool) -> list[Change]:
+def decompose(text: str, compat: bool, opaque: AbstractSet[str] = frozenset()) -> list[Change]:
     """NFD / NFKD as (char, change) pairs: the first character of each decomposition replaces
-    its source (0), the others are inserted (1); marks are stable-sorted by combining class."""
+    its source (0), the others are inserted (1); marks are stable-sorted by combining class.
+    ``opaque`` characters are starters without a decomposition (unassigned to HF's tables)."""
     form: Literal["NFD", "NFKD"] = "NFKD" if compat else "NFD"
     out: list[Change] = []
     pending: list[tuple[int, str, int]] = []
     combining = unicodedata.combining
     for char in text:
-        parts = unicodedata.normalize(form, char) if not char.isascii() else char
+        parts = char if char.isascii() or char in opaque else unicodedata.normalize(form, char)
         for k, part in enumerate(parts):
-            ccc = combining(part)
+            ccc = 0 if part in opaque else combining(part)
             if ccc == 0 and pending:
                 pending.sort(key=lambda item: item[0])
                 out += [(c, tag) for _ccc, c, tag in pending]
@@ -144,7 +146,7 @@ def compose(a: str, b: str) -> str | None:
     return _composition_table().get((a, b))
 
 
-def recompose(pairs: list[Change]) -> list[Change]:
+def recompose(pairs: list[Change], opaque: AbstractSet[str] = frozenset()) -> list[Change]:
     """Canonical composition of decomposed (char, change) pairs, the crate's state machine: a
     composed character's change is ``k + change - 1`` (it also consumes the mark)."""
     out: list[Change] = []
@@ -153,7 +155,7 @@ def recompose(pairs: list[Change]) -> list[Change]:
     last_ccc: int | None = None
     combining = unicodedata.combining
     for char, change in pairs:
-        ccc = combining(char)
+        ccc = 0 if char in opaque else combining(char)
         if composee is None:
             if ccc != 0:
                 out.append((char, change))
@@ -195,10 +197,12 @@ def recompose(pairs: list[Change]) -> list[Change]:
     return out
 
 
-def unicode_changes(text: str, form: str) -> list[Change]:
+def unicode_changes(
+    text: str, form: str, opaque: AbstractSet[str] = frozenset()
+) -> list[Change]:
     """(char, change) pairs of ``form`` (NFC, NFD, NFKC, NFKD) applied to ``text``."""
-    pairs = decompose(text, compat=form in ("NFKC", "NFKD"))
-    return recompose(pairs) if form in ("NFC", "NFKC") else pairs
+    pairs = decompose(text, compat=form in ("NFKC", "NFKD"), opaque=opaque)
+    return recompose(pairs, opaque) if form in ("NFC", "NFKC") else pairs
 
 
 def byte_offsets(text: str, offsets: Iterable[Span]) -> list[Span]:

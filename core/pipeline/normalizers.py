@@ -3,7 +3,9 @@
 Each works on a plain ``str``; ``normalize_aligned`` does the same and also keeps where each
 character came from (:mod:`core.pipeline.alignment`), only when a request asks for offsets.
 Semantics follow HF ``tokenizers/src/normalizers/*.rs``; where Rust and Python disagree on a
-Unicode definition (whitespace, lowercasing Σ) the Rust one is spelled out.
+Unicode definition (whitespace, lowercasing Σ) the Rust one is spelled out, and where HF's
+Unicode tables are older than Python's (marks, controls, decompositions of characters assigned
+since) HF's view is frozen in ``_hf_unicode.py`` (tools/gen_hf_unicode.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import regex
 
 from tokend.core.errors import CorruptData
 from tokend.core.formats import bytes_to_unicode
+from tokend.core.pipeline import _hf_unicode as hfu
 from tokend.core.pipeline import alignment as al
 from tokend.core.pipeline._config import (
     WHITESPACE,
@@ -27,6 +30,23 @@ from tokend.core.pipeline._config import (
     unsupported,
 )
 from tokend.core.pipeline.charsmap import CharsMap
+
+
+def _chars(ranges: hfu.Ranges) -> frozenset[str]:
+    return frozenset(chr(c) for a, b in ranges for c in range(a, b + 1))
+
+
+def _class(ranges: hfu.Ranges) -> str:
+    """A regex character class of the ranges."""
+    return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]"
+
+
+# Characters HF's Unicode normalization leaves alone (unassigned to its tables: starters
+# without a decomposition), what its StripAccents and BERT's accent stripping remove.
+OPAQUE = _chars(hfu.OPAQUE)
+_OPAQUE_SPLIT = regex.compile(f"({_class(hfu.OPAQUE)})")
+_MARKS = _chars(hfu.MARKS)
+_NONSPACING = _chars(hfu.NONSPACING)
 
 
 class Normalizer:
@@ -48,12 +68,19 @@ class Unicode(Normalizer):
         self.form: Any = form
 
     def normalize(self, text: str) -> str:
-        return text if text.isascii() else unicodedata.normalize(self.form, text)
+        if text.isascii():
+            return text
+        parts = _OPAQUE_SPLIT.split(text)
+        if len(parts) == 1:
+            return unicodedata.normalize(self.form, text)
+        # HF's starters without decomposition: each run between them is normalized alone
+        return "".join(p if i % 2 else unicodedata.normalize(self.form, p)
+                       for i, p in enumerate(parts))
 
     def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
         if text.isascii():
             return text, align
-        return al.transform(align, al.unicode_changes(text, self.form), 0, base)
+        return al.transform(align, al.unicode_changes(text, self.form, OPAQUE), 0, base)
 
 
 class Lowercase(Normalizer):
@@ -96,10 +123,10 @@ class StripAccents(Normalizer):
     def normalize(self, text: str) -> str:
         if text.isascii():
             return text
-        return "".join(c for c in text if not unicodedata.category(c).startswith("M"))
+        return "".join(c for c in text if c not in _MARKS)
 
     def normalize_aligned(self, text: str, align: al.Align, base: int) -> tuple[str, al.Align]:
-        return al.keep(text, align, (not unicodedata.category(c).startswith("M") for c in text))
+        return al.keep(text, align, (c not in _MARKS for c in text))
 
 
 class Replace(Normalizer):
@@ -148,9 +175,9 @@ class Prepend(Normalizer):
         return self.prepend + text, [align[0]] * len(self.prepend) + align
 
 
-# BERT's control test is Rust's unicode_categories ``is_other``: Cc, Cf, Co, Cs (not the
-# unassigned Cn), plus NUL and U+FFFD; \t \n \r are spaces instead.
-_BERT_CONTROL = regex.compile(r"[[\p{Cc}\p{Cf}\p{Co}\p{Cs}\x00\ufffd]--[\t\n\r]]", regex.V1)
+# BERT's control test is Rust's unicode_categories ``is_other`` (Cc, Cf, Co, Cs of its old
+# tables, not the unassigned Cn), plus NUL and U+FFFD; \t \n \r are spaces instead.
+_BERT_CONTROL = regex.compile(_class(hfu.BERT_DROP))
 _BERT_SPACE = regex.compile(r"[\t\n\r\p{White_Space}]")
 _CJK = regex.compile(
     "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
@@ -179,7 +206,7 @@ class BertNormalizer(Normalizer):
             text = _CJK.sub(r" \g<0> ", text)
         if self.strip_accents and not ascii_only:
             text = "".join(  # BERT drops only non-spacing marks (Mn), unlike StripAccents
-                c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+                c for c in Unicode("NFD").normalize(text) if c not in _NONSPACING
             )
         if self.lowercase:
             text = Lowercase().normalize(text)
@@ -195,7 +222,7 @@ class BertNormalizer(Normalizer):
                 text, align, lambda c: f" {c} " if _CJK.match(c) else c)
         if self.strip_accents:
             text, align = Unicode("NFD").normalize_aligned(text, align, base)
-            text, align = al.keep(text, align, (unicodedata.category(c) != "Mn" for c in text))
+            text, align = al.keep(text, align, (c not in _NONSPACING for c in text))
         if self.lowercase:
             text, align = Lowercase().normalize_aligned(text, align, base)
         return text, align
