@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import seaweed
+from hypothesis import settings
 from registry_backends import Backend, local_backend, s3_backend
 from tokend_process import ServedProcess, start_tokend
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# scripts/test.sh (so CI) runs hypothesis derandomized: the same examples on every run, so a
+# verdict never depends on luck and a red run reproduces. Elsewhere it searches anew each run
+# and keeps what it finds in .hypothesis/ (TOKEND_HYPOTHESIS_PROFILE=default in test.sh too).
+settings.register_profile("ci", derandomize=True)
+settings.load_profile(os.environ.get("TOKEND_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="module", params=["compiled", "python"])

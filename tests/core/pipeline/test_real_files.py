@@ -24,6 +24,7 @@ from tokend.core.formats.tokenizer_json import load_tokenizer_json
 Pair = tuple[Any, Callable[[str], list[int]], Callable[[list[int]], str]]
 Offsets = Callable[[str], tuple[list[int], list[tuple[int, int]]]]
 OFFSETS: dict[str, Offsets] = {}  # name -> the reference's ids and character offsets
+SPLITTING: dict[str, Callable[[str], list[int]]] = {}  # name -> HF ids, special tokens split off
 
 
 @functools.cache
@@ -31,9 +32,16 @@ def hf_pair(name: str) -> Pair:
     from tokenizers import Tokenizer
 
     data = real_file(name).read_bytes()
+    # tokend's encode_ordinary reads special-token text as plain text: HF does so with
+    # encode_special_tokens (its added special tokens are then not split off first).
     ref = Tokenizer.from_str(data.decode("utf-8"))
     ref.no_truncation()
     ref.no_padding()
+    ref.encode_special_tokens = True
+    splitting = Tokenizer.from_str(data.decode("utf-8"))
+    splitting.no_truncation()
+    splitting.no_padding()
+    SPLITTING[name] = lambda text: splitting.encode(text, add_special_tokens=False).ids
 
     def offsets(text: str) -> tuple[list[int], list[tuple[int, int]]]:
         encoding = ref.encode(text, add_special_tokens=False)
@@ -90,6 +98,8 @@ def check(pair: Pair, text: str) -> None:
     if hasattr(ours, "encode_with_offsets"):  # the pipeline families: offsets into the text
         reference = OFFSETS[ours.name]
         assert ours.encode_with_offsets(text, disallowed_special=()) == reference(text), text
+    if ours.name in SPLITTING:  # special tokens allowed: HF's default, split off first
+        assert ours.encode(text, allowed_special="all") == SPLITTING[ours.name](text), text
 
 
 @pytest.mark.parametrize("family", sorted(FILES))
@@ -100,6 +110,15 @@ class TestRealFiles:
         for text in SAMPLES.values():
             check(pair, text)
         check(pair, "\n".join(SAMPLES.values()))
+
+    def test_special_token_text_matches_reference(self, family: str) -> None:
+        """Text spelling the file's own special tokens (hypothesis found ``'<s>'``): plain
+        text for encode_ordinary, split off with allowed_special="all", both as HF."""
+        pair = FILES[family]()
+        specials = sorted(pair[0].special_tokens_set)[:6]
+        for special in specials:
+            for text in (special, f"a{special}", f"{special}a", f" {special} b", special * 2):
+                check(pair, text)
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(text=random_text)
