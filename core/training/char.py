@@ -14,7 +14,7 @@ from typing import Any
 
 from tokend.core.corpus import CorpusInput
 from tokend.core.train import Throttle
-from tokend.core.training.result import KindStats, TrainedTokenizer, tokenizer_json
+from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
 
@@ -49,11 +49,7 @@ def train_char(
         "byte_fallback": False, "ignore_merges": False, "vocab": vocab, "merges": [],
     }
     special_ids = {text: vocab[text] for text in specials}
-    stats = KindStats(
-        bytes_read=counted.bytes_read, documents=counted.documents,
-        words=counted.occurrences, distinct_words=len(counted.counts), steps=len(kept),
-        stopped_early=len(kept) < room, seconds=seconds,
-    )
+    stats = counted.stats(steps=len(kept), stopped_early=len(kept) < room, seconds=seconds)
     return TrainedTokenizer(
         model="char",
         vocab={i: t for t, i in vocab.items()},

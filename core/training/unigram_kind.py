@@ -17,7 +17,7 @@ from tokend.core.corpus import CorpusInput
 from tokend.core.errors import CorruptData
 from tokend.core.pipeline.pre_tokenizers import Metaspace
 from tokend.core.train import Throttle
-from tokend.core.training.result import KindStats, TrainedTokenizer
+from tokend.core.training.result import TrainedTokenizer
 from tokend.core.training.unigram import train_unigram
 from tokend.core.training.words import count_words
 
@@ -54,10 +54,8 @@ def train_unigram_kind(
     if missing:
         raise CorruptData(f"the Unigram trainer lost the special tokens {missing}")
     special_ids = {text: ids[text] for text in specials}
-    stats = KindStats(
-        bytes_read=counted.bytes_read, documents=counted.documents,
-        words=counted.occurrences, distinct_words=len(counted.counts), steps=len(pieces),
-        stopped_early=len(pieces) < vocab_size, seconds=seconds,
+    stats = counted.stats(
+        steps=len(pieces), stopped_early=len(pieces) < vocab_size, seconds=seconds
     )
     return TrainedTokenizer(
         model="unigram",

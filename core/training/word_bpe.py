@@ -27,7 +27,7 @@ from tokend.core.corpus import CorpusInput
 from tokend.core.pipeline.pre_tokenizers import Whitespace
 from tokend.core.train import Throttle
 from tokend.core.training.pair_merge import PairMerger
-from tokend.core.training.result import KindStats, TrainedTokenizer, tokenizer_json
+from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
 EOW = "</w>"
@@ -115,11 +115,7 @@ def train_word_bpe(
         "byte_fallback": False, "ignore_merges": False, "vocab": hf_vocab,
         "merges": [[x, y] for x, y in hf_merges],
     }
-    stats = KindStats(
-        bytes_read=counted.bytes_read, documents=counted.documents,
-        words=counted.occurrences, distinct_words=len(counted.counts), steps=len(merges),
-        stopped_early=ran_out, seconds=seconds,
-    )
+    stats = counted.stats(steps=len(merges), stopped_early=ran_out, seconds=seconds)
     return TrainedTokenizer(
         model="word-bpe",
         vocab={i: t for t, i in hf_vocab.items()},

@@ -30,7 +30,7 @@ from tokend.core.pipeline.normalizers import BertNormalizer
 from tokend.core.pipeline.pre_tokenizers import BertPreTokenizer
 from tokend.core.train import Throttle
 from tokend.core.training.pair_merge import PairMerger
-from tokend.core.training.result import KindStats, TrainedTokenizer, tokenizer_json
+from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
 PREFIX = "##"
@@ -117,11 +117,7 @@ def train_wordpiece(
         "type": "WordPiece", "unk_token": unk_token, "continuing_subword_prefix": PREFIX,
         "max_input_chars_per_word": MAX_INPUT_CHARS_PER_WORD, "vocab": vocab,
     }
-    stats = KindStats(
-        bytes_read=counted.bytes_read, documents=counted.documents,
-        words=counted.occurrences, distinct_words=len(counted.counts), steps=len(merges),
-        stopped_early=ran_out, seconds=seconds,
-    )
+    stats = counted.stats(steps=len(merges), stopped_early=ran_out, seconds=seconds)
     return TrainedTokenizer(
         model="wordpiece",
         vocab={i: t for t, i in vocab.items()},

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tokend.core import corpus as corpus_io
 from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
 from tokend.core.train import Throttle
+from tokend.core.training.result import KindStats
 
 Words = Callable[[str], list[str]]
 # Whitespace every pre-tokenizer given ``split_first`` treats as a boundary, and which no
@@ -34,6 +35,14 @@ class WordCounts:
     bytes_read: int
     documents: int
     occurrences: int
+
+    def stats(self, *, steps: int, stopped_early: bool, seconds: dict[str, float]) -> KindStats:
+        """The training statistics of a kind trained on these counts."""
+        return KindStats(
+            bytes_read=self.bytes_read, documents=self.documents, words=self.occurrences,
+            distinct_words=len(self.counts), steps=steps, stopped_early=stopped_early,
+            seconds=seconds,
+        )
 
 
 def count_words(
