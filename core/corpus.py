@@ -103,9 +103,16 @@ def _file_source(path: object) -> Source:
             "to train on text, pass an iterator of str chunks, e.g. iter([text])"
         )
     p = Path(path)
-    if not p.is_file():
+    try:
+        is_file = p.is_file()
+    except (OSError, ValueError) as e:  # a name too long for the OS, or with a NUL in it
         raise InvalidInput(
-            f"corpus file {str(p)!r} does not exist or is not a file; "
+            f"corpus path {str(p)[:100]!r} cannot be a file ({e.__class__.__name__}); "
+            "to train on text, pass an iterator of str chunks, e.g. iter([text])"
+        ) from None
+    if not is_file:
+        raise InvalidInput(
+            f"corpus file {str(p)[:100]!r} does not exist or is not a file; "
             "to train on text, pass an iterator of str chunks, e.g. iter([text])"
         )
     return Source(str(p), _read_utf8_blocks(p), p.stat().st_size)

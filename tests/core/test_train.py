@@ -556,6 +556,18 @@ class TestValidation:
         with pytest.raises(InvalidInput, match="lone surrogate"):
             train_bpe(iter(["a\ud800b"]), 300)
 
+    @pytest.mark.parametrize(("text", "message"), [
+        ("word " * 2000, "cannot be a file"),  # too long for the OS: is_file() raises
+        ("a\x00b", "does not exist"),  # is_file() says False
+        ("word " * 30, "does not exist"),
+    ])
+    def test_text_passed_as_a_path_is_named_briefly(self, text: str, message: str) -> None:
+        """A list of texts is a list of paths: the error says so and echoes a short prefix."""
+        with pytest.raises(InvalidInput, match=message) as caught:
+            train_bpe([text], 300)
+        assert "iter([text])" in str(caught.value)
+        assert len(str(caught.value)) < 300
+
     def test_custom_pattern_recorded(self) -> None:
         result = train_bpe(iter(["aa bb aa"]), 258, pattern=r"\S+|\s+")
         assert result.pattern == r"\S+|\s+"
