@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from registry_backends import Backend
 
 from tokend.cli import main
 from tokend.core.formats import load_tiktoken_bpe
@@ -49,8 +50,9 @@ class TestTrainCommand:
         assert "published" not in out
 
     def test_publishes_a_new_version_into_the_registry(
-        self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+        self, fixtures_dir: Path, backend: Backend, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """--registry takes a folder or an s3:// prefix alike (a real SeaweedFS for s3)."""
         corpus = fixtures_dir / "corpora" / "german.txt"
         args = [
             "train",
@@ -60,15 +62,18 @@ class TestTrainCommand:
             "--name",
             "de",
             "--registry",
-            str(tmp_path / "reg"),
+            backend.location,
             "--quiet",
         ]
         assert main(args) == 0
         assert main(args) == 0
         assert capsys.readouterr().out.split() == ["de@1", "de@2"]
-        manifest = Registry(tmp_path / "reg").manifest("de@2")
+        registry = backend.open()
+        manifest = registry.manifest("de@2")
         assert manifest["pattern"] == train_bpe(corpus, 300).pattern
         assert manifest["n_vocab"] == 300
+        (_, first), (_, second) = registry.load("de@1"), registry.load("de@2")
+        assert first.encode_ordinary("Guten Tag") == second.encode_ordinary("Guten Tag")
 
     def test_refusals_exit_non_zero_with_a_reason(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
