@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,22 +132,30 @@ def file_blocks(path: Path) -> Iterator[str]:
 
 def _read_utf8_blocks(path: Path) -> Iterator[str]:
     """Yield the file's text in blocks; a multi-byte character may straddle two reads."""
+    with path.open("rb") as f:
+        yield from utf8_blocks(f.read, f"corpus file {str(path)[:100]!r}")
+
+
+def utf8_blocks(
+    read: Callable[[int], bytes], what: str, block_bytes: int = READ_BLOCK_BYTES
+) -> Iterator[str]:
+    """Decode a byte stream strictly, block by block; a bad byte is named by ``what`` and offset.
+
+    Files and ``s3://`` objects share it, so both refuse the same bytes with the same words.
+    """
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with path.open("rb") as f:
-        while True:
-            raw = f.read(READ_BLOCK_BYTES)
-            try:
-                text = decoder.decode(raw, final=not raw)
-            except UnicodeDecodeError as exc:
-                raise InvalidInput(
-                    f"corpus file {str(path)!r} is not valid UTF-8 at byte {offset + exc.start}"
-                ) from None
-            if text:
-                yield text
-            if not raw:
-                return
-            offset += len(raw)
+    while True:
+        raw = read(block_bytes)
+        try:
+            text = decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{what} is not valid UTF-8 at byte {offset + exc.start}") from None
+        if text:
+            yield text
+        if not raw:
+            return
+        offset += len(raw)
 
 
 def utf8_length(text: str) -> int:

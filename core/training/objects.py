@@ -8,10 +8,10 @@ the process that started training. boto3 is optional, imported only when an s3:/
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterator
 from typing import Any
 
+from tokend.core.corpus import utf8_blocks
 from tokend.core.errors import FailedPrecondition, InvalidInput
 
 SCHEME = "s3://"
@@ -80,23 +80,8 @@ def s3_text_blocks(url: str) -> tuple[Iterator[str], int]:
 
 
 def _decode(url: str, body: Any) -> Iterator[str]:
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
     try:
-        while True:
-            raw = body.read(READ_BLOCK_BYTES)
-            try:
-                text = decoder.decode(raw, final=not raw)
-            except UnicodeDecodeError as exc:
-                raise InvalidInput(
-                    f"corpus object {url[:ECHO_CHARS]!r} is not valid UTF-8 at byte "
-                    f"{offset + exc.start}"
-                ) from None
-            if text:
-                yield text
-            if not raw:
-                return
-            offset += len(raw)
+        yield from utf8_blocks(body.read, f"corpus object {url[:ECHO_CHARS]!r}", READ_BLOCK_BYTES)
     finally:
         body.close()
 
