@@ -5,7 +5,10 @@
 
 The table sits between the two marker comments below; everything else in README.md is left
 alone. tests/server/test_bad_inputs.py runs ``--check``, so the README cannot drift from the
-cases the test sends to a real server.
+cases the test sends to a real server. The gRPC and HTTP columns are the server's own tables
+(``STATUS_TABLE``, ``HTTP_STATUS_TABLE`` in server/errors.py) applied to each row's error
+class; the tests check that class against what the server raises over gRPC, and the HTTP
+status against what the JSON API answers (tests/server/test_http_bad_inputs.py).
 """
 
 from __future__ import annotations
@@ -23,20 +26,27 @@ END = "<!-- bad-input-table:end -->"
 def render() -> str:
     """The table: one row per catalogue case, grouped by RPC in the catalogue's order."""
     sys.path.insert(0, str(ROOT / "tests" / "support"))
-    from bad_inputs import CATALOGUE  # noqa: PLC0415 (test data, found on the path above)
+    from bad_inputs import (  # noqa: PLC0415 (test data, found on the path above)
+        CATALOGUE,
+        grpc_status,
+        http_status,
+    )
 
     lines = [
         START,
-        "<details><summary>Every bad input the tests send, and the status it gets "
-        f"({len(CATALOGUE)} cases)</summary>",
+        "<details><summary>Every bad input the tests send, and the status it gets over gRPC "
+        f"and over HTTP (— where the JSON API has no such call; {len(CATALOGUE)} cases)"
+        "</summary>",
         "",
-        "| RPC | bad input | status | the message names |",
-        "|---|---|---|---|",
+        "| RPC | bad input | gRPC status | HTTP | the message names |",
+        "|---|---|---|---|---|",
     ]
     for case in CATALOGUE:
         field = case.field.replace("|", "\\|")
         rule = case.rule.replace("|", "\\|")
-        lines.append(f"| {case.rpc} | {case.what} | {case.code} | `{field}`; \"{rule}\" |")
+        http = http_status(case)
+        lines.append(f"| {case.rpc} | {case.what} | {grpc_status(case)} | "
+                     f"{'—' if http is None else http} | `{field}`; \"{rule}\" |")
     lines += ["", "</details>", END]
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ from bad_inputs import SERVER_FLAGS
 from http_api import HttpServed, byte_fallback_tokenizer, call, free_port
 from tiktoken_reference import reference
 from tokend_process import start_tokend
+from versioned import publish_versions
 
 from tokend.core.registry import Registry
 from tokend.server.app import TokendServer, make_server
@@ -103,10 +104,12 @@ HTTP_FLAGS = (*SERVER_FLAGS, "--max-message-bytes", str(1 << 20))
 
 @pytest.fixture(scope="session")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServed]:
-    """One real server with the HTTP API on, shared by the HTTP, bad-input and page tests."""
+    """One real server with the HTTP API on, shared by the HTTP, bad-input and page tests;
+    its registry holds ``vtok`` (versions 1 and 2, alias stable -> 1)."""
     port = free_port()
-    served = start_tokend(tmp_path_factory.mktemp("http"), *HTTP_FLAGS, "--http-port", str(port),
-                          workers=2)
+    base = tmp_path_factory.mktemp("http")
+    publish_versions(base / "registry")
+    served = start_tokend(base, *HTTP_FLAGS, "--http-port", str(port), workers=2)
     yield HttpServed(f"http://127.0.0.1:{port}", served)
     served.stop()
 

@@ -2,7 +2,9 @@
 
 Every case must get its status code, a message that names the request field and states the
 rule (a bounded message: no client value echoed in full), a BadRequest violation naming the
-field where the status carries one, and the server must still answer afterwards.
+field where the status carries one, an ErrorInfo naming the case's error class (whose row in
+the server's status tables gives the README's gRPC and HTTP columns), and the server must
+still answer afterwards.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from pathlib import Path
 
 import grpc
 import pytest
-from bad_inputs import CATALOGUE, SERVER_FLAGS, SHAPES, Case
+from bad_inputs import CATALOGUE, SERVER_FLAGS, SHAPES, Case, grpc_status
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from tokend_process import ServedProcess, start_tokend
+from versioned import publish_versions
 
+from tokend.core import errors as E  # noqa: N812 - E.UnknownTokenizer reads as a table
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -30,8 +34,11 @@ MAX_DETAILS = 1200
 
 @pytest.fixture(scope="module")
 def catalogue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedProcess]:
-    """A real server with the catalogue's small limits (one worker: one place to look)."""
-    served = start_tokend(tmp_path_factory.mktemp("catalogue"), *SERVER_FLAGS, workers=1)
+    """A real server with the catalogue's small limits (one worker: one place to look) and
+    a registry tokenizer with versions and an alias (``vtok``)."""
+    base = tmp_path_factory.mktemp("catalogue")
+    publish_versions(base / "registry")
+    served = start_tokend(base, *SERVER_FLAGS, workers=1)
     (served.train_dir / "corpus.txt").write_text("a small corpus\n")
     yield served
     served.stop()
@@ -75,6 +82,18 @@ def violations(err: grpc.RpcError) -> list[str]:
     return found
 
 
+def error_reasons(err: grpc.RpcError) -> list[str]:
+    """The ErrorInfo reasons of a failed call: the tokend.core.errors class names."""
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    found = []
+    for detail in status.details if status else []:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            found.append(info.reason)
+    return found
+
+
 def test_the_catalogue_covers_every_rpc() -> None:
     """At least 60 cases, every RPC of the service among them, ids unique."""
     rpcs = set(pb.DESCRIPTOR.services_by_name["TokenizerService"].methods_by_name)
@@ -94,10 +113,20 @@ def test_bad_input_gets_a_clear_status(channel: grpc.Channel, case: Case) -> Non
     assert len(details) <= MAX_DETAILS
     if case.code in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "NOT_FOUND"):
         assert violations(err) == [case.field]
+    (reason,) = error_reasons(err)
+    assert issubclass(getattr(E, reason), case.error_class), reason
     stub = pb_grpc.TokenizerServiceStub(channel)
     answer = stub.CountTokens(pb.CountTokensRequest(tokenizer="o200k_base", texts=["still ok"]),
                               timeout=30)
     assert answer.total == 2
+
+
+def test_each_rows_status_is_its_error_class_in_the_status_table() -> None:
+    """The written-out status of every row is what server/errors.py's STATUS_TABLE gives the
+    row's error class (the class the call above must raise), so the README's gRPC and HTTP
+    columns, both read from the tables through that class, cannot disagree with the server."""
+    for case in CATALOGUE:
+        assert grpc_status(case) == case.code, case.id
 
 
 def test_readme_table_is_generated_from_the_catalogue() -> None:

@@ -4,8 +4,9 @@ Every catalogue row of an RPC the HTTP API serves (Encode -> POST /tokenize, Dec
 /detokenize, CountTokens -> POST /count, GetTokenizer -> GET /tokenizers/{ref}) is turned
 into its JSON request (the same fields by their proto names; invalid UTF-8 as raw bytes in the
 body or ``%FF`` in the path; bytes that are no protobuf message become a body that is no
-JSON) and must get the HTTP status that the gRPC code maps to, a JSON error naming the same
-field and stating the same rule, with a bounded message. A few rows only HTTP can get follow.
+JSON) and must get the HTTP status that the gRPC code maps to (the README's HTTP column), a
+JSON error naming the same field and stating the same rule, with a bounded message. A few rows
+only HTTP can get follow.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, quote_from_bytes
 
 import pytest
-from bad_inputs import CATALOGUE, GARBAGE, INVALID_UTF8, PLACEHOLDER, Case
+from bad_inputs import CATALOGUE, GARBAGE, INVALID_UTF8, PLACEHOLDER, Case, http_status
 from google.protobuf.message import Message
 from http_api import HttpServed, call
 
@@ -76,7 +77,7 @@ def test_catalogue_row_over_http(http_server: HttpServed, case: Case,
     """The gRPC row's status (mapped), field and rule, from the JSON API."""
     method, path, body, rule = form
     answer = call(http_server.base, method, path, body)
-    assert answer.status == HTTP_FOR[case.code], answer.body
+    assert answer.status == HTTP_FOR[case.code] == http_status(case), answer.body
     error = answer.body["error"]
     assert error["field"] == case.field, error
     assert error["message"].startswith(case.field), error
@@ -91,6 +92,12 @@ def test_every_row_of_the_served_rpcs_is_sent() -> None:
     served = [c for c in CATALOGUE if c.rpc in (*POSTS, "GetTokenizer")]
     assert len(HTTP_CASES) == len(served) - 1
     assert len(HTTP_CASES) >= 45
+
+
+def test_the_readme_http_column_is_what_is_sent() -> None:
+    """A row has an HTTP status in the README exactly when it is sent over HTTP here."""
+    sent = {case.id for case, _ in HTTP_CASES}
+    assert {case.id for case in CATALOGUE if http_status(case) is not None} == sent
 
 
 # -- refusals only HTTP has --------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 One row per case: the RPC, what is wrong, the request (serialized by hand, so that bytes no
 protobuf library would produce — invalid UTF-8, garbage — can be sent too), the status code,
-the request field the message must name and a fragment of the rule it must state.
+the request field the message must name, a fragment of the rule it must state and the
+``tokend.core.errors`` class raised (the usual one of the status unless the row names one).
 ``tests/server/test_bad_inputs.py`` sends every case to a real ``tokend serve`` started with
-:data:`SERVER_FLAGS`; ``scripts/gen_status_table.py`` renders the same rows into the README.
+:data:`SERVER_FLAGS` (its registry holds ``vtok``, ``tests/support/versioned.py``);
+``tests/server/test_http_bad_inputs.py`` sends the rows the JSON API can take over HTTP;
+``scripts/gen_status_table.py`` renders the rows into the README, the gRPC and HTTP statuses
+read from the server's tables through each row's class.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from versioned import NAME as VTOK
+
+from tokend.core import errors as E  # noqa: N812 - E.UnknownTokenizer reads as a table
+from tokend.server.errors import HTTP_STATUS_TABLE, STATUS_TABLE
 from tokend.v1 import tokenizer_pb2 as pb
 
 # Small limits, so that every limit is reachable with small requests.
@@ -62,6 +70,40 @@ class Case:
     field: str  # the request field (or metadata key) the message must name
     rule: str  # a fragment of the rule / limit the message must state
     metadata: tuple[tuple[str, str], ...] = ()
+    error: type[E.TokendError] | None = None  # the class raised; None: the code's usual one
+
+    @property
+    def error_class(self) -> type[E.TokendError]:
+        """The tokend.core.errors class the server must raise (its ErrorInfo reason is this
+        class or a subclass): given, or the usual class of the case's status code."""
+        return self.error or USUAL_ERROR[self.code]
+
+
+# The class a case of each status code raises unless the row names another (written out).
+USUAL_ERROR: dict[str, type[E.TokendError]] = {
+    "INVALID_ARGUMENT": E.InvalidInput, "NOT_FOUND": E.UnknownTokenizer,
+    "RESOURCE_EXHAUSTED": E.LimitExceeded, "UNAUTHENTICATED": E.Unauthenticated,
+    "PERMISSION_DENIED": E.PermissionDenied, "ALREADY_EXISTS": E.AlreadyExists,
+}
+# The RPCs the HTTP JSON API serves, and how (tests/server/test_http_bad_inputs.py).
+HTTP_ROUTES = {"Encode": "POST /tokenize", "Decode": "POST /detokenize",
+               "CountTokens": "POST /count", "GetTokenizer": "GET /tokenizers/{ref}",
+               "ListTokenizers": "GET /tokenizers"}
+
+
+def grpc_status(case: Case) -> str:
+    """The gRPC status name of the case's error class in the server's STATUS_TABLE."""
+    return next(code.name for cls, code in STATUS_TABLE if issubclass(case.error_class, cls))
+
+
+def http_status(case: Case) -> int | None:
+    """The HTTP status of the case's error class in the server's HTTP_STATUS_TABLE, or None
+    when the case cannot be sent over HTTP (an RPC the JSON API lacks; a protobuf body for a
+    GET, which has none)."""
+    route = HTTP_ROUTES.get(case.rpc)
+    if route is None or (route.startswith("GET") and case.request == (GARBAGE,)):
+        return None
+    return next(status for cls, status in HTTP_STATUS_TABLE if issubclass(case.error_class, cls))
 
 
 def bad_utf8(message: object) -> bytes:
@@ -85,9 +127,9 @@ def _train(config: pb.TrainConfig, *chunks: bytes) -> tuple[bytes, ...]:
 
 def _case(  # noqa: PLR0917 - positional rows read as a table
     id: str, rpc: str, what: str, request: Sequence[bytes], code: str, field: str, rule: str,
-    metadata: tuple[tuple[str, str], ...] = (),
+    metadata: tuple[tuple[str, str], ...] = (), *, error: type[E.TokendError] | None = None,
 ) -> Case:
-    return Case(id, rpc, what, tuple(request), code, field, rule, metadata)
+    return Case(id, rpc, what, tuple(request), code, field, rule, metadata, error)
 
 
 def _enc(**kw: object) -> tuple[bytes, ...]:
@@ -147,6 +189,12 @@ CATALOGUE: tuple[Case, ...] = (
           _enc(tokenizer="tok@01", texts=["a"]), IA, "tokenizer", "without leading zeros"),
     _case("encode-bad-alias", "Encode", "malformed alias", _enc(tokenizer="tok@Bad!",
           texts=["a"]), IA, "tokenizer", NAME_RULE),
+    _case("encode-unknown-version", "Encode", "unknown version of a registry tokenizer",
+          _enc(tokenizer=f"{VTOK}@9", texts=["a"]), NF, "tokenizer",
+          f"{VTOK} has no version 9; versions: 1, 2"),
+    _case("encode-unknown-alias", "Encode", "unknown alias of a registry tokenizer",
+          _enc(tokenizer=f"{VTOK}@beta", texts=["a"]), NF, "tokenizer",
+          f"{VTOK} has no alias 'beta'; aliases: stable"),
     _case("encode-no-texts", "Encode", "no texts", _enc(tokenizer=O2), IA, "texts",
           "send at least one item"),
     _case("encode-batch", "Encode", "more texts than --max-batch",
@@ -215,6 +263,8 @@ CATALOGUE: tuple[Case, ...] = (
           "--max-batch"),
     _case("decode-unknown", "Decode", "unknown tokenizer", _decode(tokenizer="nope", ids=[1]),
           NF, "tokenizer", "no tokenizer named"),
+    _case("decode-unknown-version", "Decode", "unknown version of a registry tokenizer",
+          _decode(tokenizer=f"{VTOK}@3", ids=[1]), NF, "tokenizer", "has no version 3"),
     _case("decode-bad-ref", "Decode", "reference with two '@'",
           _decode(tokenizer="a@b@c", ids=[1]), IA, "tokenizer", NAME_RULE),
     _case("decode-utf8-ref", "Decode", "invalid UTF-8 in the tokenizer",
@@ -253,6 +303,8 @@ CATALOGUE: tuple[Case, ...] = (
           UTF8_RULE),
     _case("count-unknown", "CountTokens", "unknown tokenizer",
           _count(tokenizer="nope", texts=["a"]), NF, "tokenizer", "no tokenizer named"),
+    _case("count-unknown-alias", "CountTokens", "unknown alias of a registry tokenizer",
+          _count(tokenizer=f"{VTOK}@beta", texts=["a"]), NF, "tokenizer", "has no alias 'beta'"),
     _case("count-unknown-allowed", "CountTokens", "unknown name in special_tokens.allowed",
           _count(tokenizer=O2, texts=["a"], special_tokens=pb.SpecialTokenPolicy(
               allowed=["<|im_start|>"])), IA, "special_tokens.allowed[0]",
@@ -333,6 +385,12 @@ CATALOGUE: tuple[Case, ...] = (
     _case("get-builtin-alias", "GetTokenizer", "alias of a built-in",
           ser(pb.GetTokenizerRequest(tokenizer="o200k_base@stable")), IA, "tokenizer",
           "no versions or aliases"),
+    _case("get-unknown-version", "GetTokenizer", "unknown version of a registry tokenizer",
+          ser(pb.GetTokenizerRequest(tokenizer=f"{VTOK}@9")), NF, "tokenizer",
+          "has no version 9"),
+    _case("get-unknown-alias", "GetTokenizer", "unknown alias of a registry tokenizer",
+          ser(pb.GetTokenizerRequest(tokenizer=f"{VTOK}@beta")), NF, "tokenizer",
+          "has no alias 'beta'"),
     _case("get-utf8", "GetTokenizer", "invalid UTF-8 in the tokenizer",
           (bad_utf8(pb.GetTokenizerRequest(tokenizer=PLACEHOLDER)),), IA, "tokenizer",
           UTF8_RULE),
@@ -415,7 +473,8 @@ CATALOGUE: tuple[Case, ...] = (
     _case("job-get-bad-id", "GetTrainJob", "malformed job id",
           ser(pb.GetTrainJobRequest(job_id="../x")), IA, "job_id", "32 lowercase hex digits"),
     _case("job-get-unknown", "GetTrainJob", "unknown job id",
-          ser(pb.GetTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs"),
+          ser(pb.GetTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs",
+          error=E.UnknownJob),
     _case("job-get-long-id", "GetTrainJob", "7,000-character job id (echo is cut)",
           ser(pb.GetTrainJobRequest(job_id=LONG_NAME)), IA, "job_id", "(7000 characters)"),
     _case("job-get-utf8", "GetTrainJob", "invalid UTF-8 in job_id",
@@ -425,7 +484,8 @@ CATALOGUE: tuple[Case, ...] = (
     _case("job-watch-bad-id", "WatchTrainJob", "malformed job id",
           ser(pb.WatchTrainJobRequest(job_id="")), IA, "job_id", "32 lowercase hex digits"),
     _case("job-watch-unknown", "WatchTrainJob", "unknown job id",
-          ser(pb.WatchTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs"),
+          ser(pb.WatchTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs",
+          error=E.UnknownJob),
     _case("job-watch-garbage", "WatchTrainJob", "bytes that are no protobuf message",
           (GARBAGE,), IA, "request", PROTO_RULE),
     _case("job-cancel-no-token", "CancelTrainJob", "no admin token",
@@ -436,7 +496,7 @@ CATALOGUE: tuple[Case, ...] = (
           ADMIN),
     _case("job-cancel-unknown", "CancelTrainJob", "unknown job id",
           ser(pb.CancelTrainJobRequest(job_id=UNKNOWN_JOB)), NF, "job_id", "see ListTrainJobs",
-          ADMIN),
+          ADMIN, error=E.UnknownJob),
     _case("job-cancel-garbage", "CancelTrainJob", "bytes that are no protobuf message",
           (GARBAGE,), IA, "request", PROTO_RULE, ADMIN),
     _case("job-list-garbage", "ListTrainJobs", "bytes that are no protobuf message",
