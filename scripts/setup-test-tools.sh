@@ -4,8 +4,10 @@
 #   tools/        buf (npm @bufbuild/buf) for `buf lint` of proto/
 #   Debian        prometheus (+ promtool) for the metrics/rules/dashboard tests, haproxy for the
 #                 balancer test, chromium for the inspector page test (Playwright drives it
-#                 through executable_path; `playwright install` is never run) (apt-get as root,
-#                 under /var/lock/tokend-apt.lock; skipped when already installed)
+#                 through executable_path; `playwright install` is never run) and the CJK and
+#                 emoji fonts its screenshot needs (fonts-wqy-microhei, fonts-noto-color-emoji:
+#                 ~15 MB) (apt-get as root, under /var/lock/tokend-apt.lock; skipped when
+#                 already installed)
 #   .test-tools/  the Compose specification's JSON schema, as docker-compose 1.29.2 ships it on
 #                 PyPI (pip download, sha256-checked), for tests/test_deploy_files.py
 # Called by scripts/test.sh. Needs node + npm on PATH and fails loudly without them: the tests
@@ -24,6 +26,10 @@ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 \
   || apt_packages+=(prometheus)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || apt_packages+=(haproxy)
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)
+for font in fonts-wqy-microhei fonts-noto-color-emoji; do
+  dpkg-query -W -f='${Status}' "$font" 2>/dev/null | grep -q 'install ok installed' \
+    || apt_packages+=("$font")
+done
 if [ "${#apt_packages[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "setup-test-tools: need ${apt_packages[*]} (Debian packages); run this as root on" \

@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
+import versioned
 from http_api import HttpServed, call, free_port
 from tiktoken_reference import reference
 from tls_certs import Certs
@@ -139,10 +140,21 @@ class TestOtherCalls:
         assert answer.body["counts"] == [len(tiktoken_enc.encode_ordinary(t)) for t in TEXTS[:2]]
 
     def test_tokenizers_equal_the_listing(self, http_server: HttpServed, stub: Any) -> None:
+        """Every entry of ListTokenizers, versions and aliases included (what the page's
+        version picker offers); vtok's are the ones its fixture published."""
         answer = call(http_server.base, "GET", "/tokenizers")
         listing = stub.ListTokenizers(pb.ListTokenizersRequest())
-        assert [(t["name"], t["builtin"], t["vocab_size"]) for t in answer.body["tokenizers"]] \
-            == [(t.name, t.builtin, t.vocab_size) for t in listing.tokenizers]
+        fields = ("name", "builtin", "vocab_size", "versions", "latest_version", "aliases")
+        assert [tuple(t[f] for f in fields) for t in answer.body["tokenizers"]] == \
+            [(t.name, t.builtin, t.vocab_size, list(t.versions), t.latest_version,
+              dict(t.aliases)) for t in listing.tokenizers]
+        vtok = next(t for t in answer.body["tokenizers"] if t["name"] == versioned.NAME)
+        assert (vtok["versions"], vtok["latest_version"], vtok["aliases"], vtok["vocab_size"]) \
+            == ([1, 2], 2, dict([versioned.ALIAS]), versioned.VOCAB_SIZES[1])
+        for ref, version in (("vtok@stable", 1), ("vtok@2", 2), ("vtok", 2)):
+            got = call(http_server.base, "GET", f"/tokenizers/{ref}").body["manifest"]
+            assert (got["ref"], got["vocab_size"]) == \
+                (f"vtok@{version}", versioned.VOCAB_SIZES[version - 1])
         one = call(http_server.base, "GET", "/tokenizers/cl100k_base").body["manifest"]
         manifest = stub.GetTokenizer(pb.GetTokenizerRequest(tokenizer="cl100k_base")).manifest
         assert (one["ref"], one["vocab_size"], one["special_tokens"]) == \

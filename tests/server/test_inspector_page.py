@@ -3,7 +3,9 @@
 ``scripts/setup-test-tools.sh`` installs chromium (apt); Playwright's own browser download is
 never used (``executable_path``). The page must show exactly what the JSON API answers: the
 ids and bytes of every piece, the counts and bytes per token, special and byte-fallback
-pieces marked, and, with two tokenizers, the pieces the other one does not have.
+pieces marked, and, with two tokenizers, the pieces the other one does not have. A registry
+tokenizer is picked by version or alias too (``vtok@1`` next to ``vtok@2``, published by the
+``http_server`` fixture), and a version that does not exist shows the API's refusal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import versioned
 from http_api import HttpServed, call
 from playwright.sync_api import Browser, Page, sync_playwright
 
@@ -25,6 +28,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 TYPED = "Hello wörld, 東京 <|endoftext|> ☃!"
+# Words of vtok's training corpus (tests/fixtures/corpora/corpus.en): v2's extra merges show.
+VERSIONED_TEXT = "iron cement protects the ingot against the hot, abrasive steel casting process."
 PIECES_JS = """pieces => pieces.map(p => ({id: Number(p.dataset.id), bytes: p.dataset.bytes,
     label: p.textContent, classes: [...p.classList]}))"""
 
@@ -149,6 +154,62 @@ class TestInspectorPage:
         diff = page.locator("#diff").inner_text()
         assert f"o200k_base: {answers['o200k_base']['count']} tokens" in diff
         assert f"bfbpe@1: {answers['bfbpe']['count']} tokens" in diff
+
+    def test_two_versions_of_one_tokenizer_side_by_side(self, page: Page,
+                                                         http_server: HttpServed) -> None:
+        """vtok v1 next to vtok v2, picked in the version menus: each panel is the API's
+        answer for that version (ids, labels, count); the menus offer what /tokenizers
+        lists; the alias picks the version it points at."""
+        listed = next(t for t in call(http_server.base, "GET", "/tokenizers").body["tokenizers"]
+                      if t["name"] == versioned.NAME)
+        page.select_option("#tok-a", versioned.NAME)
+        page.select_option("#tok-b", versioned.NAME)
+        offered = page.locator("#ver-a option").evaluate_all("os => os.map(o => o.value)")
+        assert offered == ["", *sorted(listed["aliases"]),
+                           *[str(v) for v in reversed(listed["versions"])]] == \
+            ["", "stable", "2", "1"]
+        page.select_option("#ver-a", "1")
+        page.select_option("#ver-b", "2")
+        page.fill("#text", VERSIONED_TEXT)
+        shown(page, VERSIONED_TEXT)
+        counts = {}
+        for version in (1, 2):
+            ref = f"{versioned.NAME}@{version}"
+            expected = api_tokens(http_server.base, ref, VERSIONED_TEXT)
+            panel = page.locator(f".panel[data-tokenizer='{ref}']")
+            pieces = panel.locator(".piece").evaluate_all(PIECES_JS)
+            assert [p["id"] for p in pieces] == expected["ids"]
+            assert [p["label"] for p in pieces] == [label(t) for t in expected["tokens"]]
+            assert panel.locator(".count").inner_text() == str(expected["count"])
+            counts[version] = expected["count"]
+        assert counts[2] < counts[1]  # v2 has more merges: the two panels really differ
+        assert page.locator(".panel .differs").count() > 0
+        diff = page.locator("#diff").inner_text()
+        assert f"vtok@1: {counts[1]} tokens" in diff and f"vtok@2: {counts[2]} tokens" in diff
+        page.select_option("#ver-a", "")  # latest -> version 2
+        page.select_option("#ver-b", "stable")  # -> version 1, the alias's target
+        shown(page, VERSIONED_TEXT)  # each change marks the page busy until it is shown
+        assert page.locator(".panel h2").all_inner_texts() == ["vtok@2", "vtok@1"]
+
+    def test_a_version_from_the_address_and_an_unknown_one(self, browser: Browser,
+                                                          http_server: HttpServed) -> None:
+        """?a=vtok@stable&b=vtok@2 opens on those; ?a=vtok@9 shows the API's 404 message."""
+        context = browser.new_context()
+        try:
+            opened = context.new_page()
+            opened.goto(f"{http_server.base}/?a=vtok@stable&b=vtok@2&text=hot+steel")
+            shown(opened, "hot steel")
+            assert opened.locator(".panel h2").all_inner_texts() == ["vtok@1", "vtok@2"]
+            assert opened.locator("#ver-a").input_value() == "stable"
+            opened.goto(f"{http_server.base}/?a=vtok@9&text=hot")
+            shown(opened, "hot")
+            refused = call(http_server.base, "POST", "/tokenize",
+                           {"tokenizer": "vtok@9", "texts": ["hot"]})
+            assert refused.status == 404
+            assert opened.locator("#error").inner_text() == refused.body["error"]["message"]
+            assert "has no version 9; versions: 1, 2" in refused.body["error"]["message"]
+        finally:
+            context.close()
 
     def test_a_refused_text_shows_the_apis_error(self, page: Page) -> None:
         """A text over --max-text-bytes shows the API's message naming the limit."""

@@ -1,6 +1,7 @@
 // The inspector page: plain JavaScript over the JSON API (POST tokenize, GET tokenizers).
-// State can come from the query string (?a=o200k_base&b=gpt2&text=...&add_special=1), so a
-// view can be linked to and screenshots are reproducible.
+// State can come from the query string (?a=o200k_base&b=mytok@2&text=...&add_special=1), so
+// a view can be linked to and screenshots are reproducible. A registry tokenizer is picked by
+// name and then version or alias (the references Encode takes: name, name@7, name@stable).
 "use strict";
 
 const SAMPLE = "Tokenizers split text into pieces: \"unbelievably\" → ?\n" +
@@ -9,6 +10,8 @@ const COLOURS = 6;
 const $ = (id) => document.getElementById(id);
 let sequence = 0;  // the newest update; older answers are dropped
 let timer = 0;
+let listing = new Map();  // name -> its /tokenizers entry (versions, latest_version, aliases)
+const SIDES = [["tok-a", "ver-a"], ["tok-b", "ver-b"]];
 
 async function api(path, body) {
   const init = body === undefined ? {} : {
@@ -136,11 +139,50 @@ function render(text, answers) {
   diff.hidden = answers.length !== 2;
 }
 
+// The version picker of one side: "latest", each alias, each version (newest first); hidden
+// for built-ins, which have none.
+function fillVersions(tokId, verId) {
+  const entry = listing.get($(tokId).value);
+  const select = $(verId);
+  const versions = entry ? entry.versions : [];
+  const options = versions.length ? [new Option(`latest (v${entry.latest_version})`, "")] : [];
+  for (const [alias, version] of Object.entries(entry ? entry.aliases : {}).sort()) {
+    options.push(new Option(`@${alias} (v${version})`, alias));
+  }
+  for (const version of [...versions].reverse()) {
+    options.push(new Option(`v${version}`, String(version)));
+  }
+  select.replaceChildren(...options);
+  select.closest(".version").hidden = options.length === 0;
+}
+
+// The reference a side asks for: "name", "name@7" or "name@alias"; "" for no tokenizer.
+function reference(tokId, verId) {
+  const name = $(tokId).value;
+  const version = $(verId).closest(".version").hidden ? "" : $(verId).value;
+  return name && version ? `${name}@${version}` : name;
+}
+
+// Show ``ref`` (from the query string) on one side: its name, then its version or alias.
+function pick(tokId, verId, ref) {
+  const at = ref.indexOf("@");
+  $(tokId).value = at < 0 ? ref : ref.slice(0, at);
+  fillVersions(tokId, verId);
+  if (at < 0) return;
+  const wanted = ref.slice(at + 1);
+  if (![...$(verId).options].some((o) => o.value === wanted)) {
+    // Not listed: ask for it anyway, so the API's refusal (404, naming what exists) shows.
+    $(verId).add(new Option(`@${wanted} (not listed)`, wanted));
+    $(verId).closest(".version").hidden = false;
+  }
+  $(verId).value = wanted;
+}
+
 async function update() {
   const mine = ++sequence;
   document.body.dataset.busy = "1";
   const text = $("text").value;
-  const refs = [$("tok-a").value, $("tok-b").value].filter(Boolean);
+  const refs = SIDES.map(([tok, ver]) => reference(tok, ver)).filter(Boolean);
   const body = (ref) => ({
     tokenizer: ref,
     texts: [text],
@@ -170,22 +212,30 @@ function later() {
 
 async function start() {
   const params = new URLSearchParams(location.search);
-  let names = [];
   try {
-    names = (await api("tokenizers")).tokenizers.map((t) => t.name);
+    const entries = (await api("tokenizers")).tokenizers;
+    listing = new Map(entries.map((t) => [t.name, t]));
   } catch (error) {
     $("error").textContent = `could not list the tokenizers: ${error.message}`;
     $("error").hidden = false;
   }
+  const names = [...listing.keys()];
   for (const select of [$("tok-a"), $("tok-b")]) {
     for (const name of names) select.add(new Option(name, name));
   }
-  $("tok-a").value = params.get("a") || (names.includes("o200k_base") ? "o200k_base" : names[0]);
-  $("tok-b").value = params.get("b") || "";
+  pick("tok-a", "ver-a",
+    params.get("a") || (names.includes("o200k_base") ? "o200k_base" : names[0] || ""));
+  pick("tok-b", "ver-b", params.get("b") || "");
   $("text").value = params.get("text") ?? SAMPLE;
   $("add-special").checked = params.get("add_special") === "1";
   $("text").addEventListener("input", later);
-  for (const id of ["tok-a", "tok-b", "allow-special", "add-special"]) {
+  for (const [tok, ver] of SIDES) {
+    $(tok).addEventListener("change", () => {
+      fillVersions(tok, ver);
+      update();
+    });
+  }
+  for (const id of ["ver-a", "ver-b", "allow-special", "add-special"]) {
     $(id).addEventListener("change", update);
   }
   $("panels").addEventListener("mouseover", (event) => {
