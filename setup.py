@@ -67,8 +67,15 @@ def _extensions() -> list[Extension]:
         ["core/training/_unigram_lattice.pyx"],
         extra_compile_args=["-O3"],
     )
+    # The merge loop of word-level BPE and WordPiece (core/training/pair_merge.py is the twin);
+    # no contraction into fused multiply-adds, so its scores equal the twin's to the last bit.
+    pair_merge = Extension(
+        "tokend.core.training._pair_merge",
+        ["core/training/_pair_merge.pyx"],
+        extra_compile_args=["-O3", "-ffp-contract=off"],
+    )
     return cythonize(
-        [extension, unigram],
+        [extension, unigram, pair_merge],
         compiler_directives={
             "language_level": 3,
             "boundscheck": False,

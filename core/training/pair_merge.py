@@ -54,7 +54,10 @@ class PairMerger:
     ``words[wi]`` is a list of symbol ids, ``freqs[wi]`` its weight; ``lengths[sym]`` is the
     width of a symbol in characters (any positive width works: it orders positions only).
     The caller owns the token strings and appends the new symbol's width before ``merge``.
+    ``_pair_merge.CompiledPairMerger`` is the compiled twin (``merge_kernel`` picks one).
     """
+
+    name = "python"
 
     def __init__(
         self,

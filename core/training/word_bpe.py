@@ -26,7 +26,7 @@ from typing import Any
 from tokend.core.corpus import CorpusInput
 from tokend.core.pipeline.pre_tokenizers import Whitespace
 from tokend.core.train import Throttle
-from tokend.core.training.pair_merge import PairMerger
+from tokend.core.training.merge_kernel import make_merger
 from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
@@ -67,8 +67,8 @@ def train_word_bpe(
             words.append([*ids, eow])
             freqs.append(n)
     lengths = [1] * len(tokens)
-    merger = PairMerger(words, freqs, lengths, score="count",
-                        check=lambda: throttle.check("index"))
+    merger = make_merger(words, freqs, lengths, score="count",
+                         check=lambda: throttle.check("index"))
     hf_vocab: dict[str, int] = {text: i for i, text in enumerate(specials)}
     for c in alphabet:
         hf_vocab.setdefault(c, len(hf_vocab))

@@ -29,7 +29,7 @@ from tokend.core.corpus import CorpusInput
 from tokend.core.pipeline.normalizers import BertNormalizer
 from tokend.core.pipeline.pre_tokenizers import BertPreTokenizer
 from tokend.core.train import Throttle
-from tokend.core.training.pair_merge import PairMerger
+from tokend.core.training.merge_kernel import make_merger
 from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
@@ -89,8 +89,8 @@ def train_wordpiece(
             words.append(ids)
             freqs.append(n)
     lengths = [1] * len(tokens)
-    merger = PairMerger(words, freqs, lengths, score=score,
-                        check=lambda: throttle.check("index"))
+    merger = make_merger(words, freqs, lengths, score=score,
+                         check=lambda: throttle.check("index"))
     seconds["index"] = time.perf_counter() - start
     start = time.perf_counter()
     merges: list[tuple[str, str]] = []

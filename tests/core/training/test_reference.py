@@ -3,6 +3,7 @@
 ``paper_bpe`` is Sennrich et al.'s reference code (their Algorithm 1: ``get_stats`` over a
 dict of space-separated symbols, ``max`` picks the first-seen pair on ties); ``naive_wordpiece``
 is the same loop with BERT's likelihood score. Hypothesis draws small word-count corpora.
+Every test runs under both merge kernels (``merge_kernel``: compiled and pure Python).
 """
 
 from __future__ import annotations
@@ -11,14 +12,24 @@ import collections
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.training import train_tokenizer
+from tokend.core.training import merge_kernel, train_tokenizer
 from tokend.core.training.wordpiece import _BertWords
+
+
+@pytest.fixture(scope="module", autouse=True, params=["compiled", "python"])
+def each_merge_kernel(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Train with each merge kernel (TOKEND_ENGINE is read at every training)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOKEND_ENGINE", "python" if request.param == "python" else "")
+        assert merge_kernel.default_kernel() == request.param
+        yield request.param
 
 
 def paper_bpe(vocab: dict[str, int], n: int) -> list[tuple[str, str]]:
