@@ -14,6 +14,11 @@ was learned before it, and ``(x, </w>)`` itself needs no entry. A served word is
 paper's segmentation with a trailing ``</w>`` joined to the token before it. Vocabulary
 ids: special tokens, the alphabet (most frequent characters first), the alphabet with
 ``</w>``, then each new token of the translated merges; ``vocab_size`` counts them all.
+
+A merge adds no id (``(x, </w>)``), one, or two (``ab`` and ``ab</w>``). When one id is left
+and the best pair needs two, that pair is left unmerged and the best pair that fits is
+taken instead (greedy under the size limit), so the vocabulary has exactly ``vocab_size``
+entries unless the corpus runs out of pairs; every listed merge is exported whole.
 """
 
 from __future__ import annotations
@@ -80,13 +85,11 @@ def train_word_bpe(
     merges: list[tuple[str, str]] = []
     seconds["index"] = time.perf_counter() - start
     start = time.perf_counter()
-    ran_out = False
     while True:
         throttle.check("merge")
         throttle.report("merge", len(hf_vocab), vocab_size)
         best = merger.pop_best()
         if best is None:
-            ran_out = True
             break
         a, b = tokens[best[0]], tokens[best[1]]
         wanted = _translate(a, b, fused, hf_vocab)
@@ -94,6 +97,10 @@ def train_word_bpe(
                   if p not in hf_pairs and p[0] in hf_vocab and p[1] in hf_vocab]
         new_tokens = {x + y for x, y in wanted if x + y not in hf_vocab}
         if len(hf_vocab) + len(new_tokens) > vocab_size:
+            if len(hf_vocab) < vocab_size:
+                # subtle: one id is left and this merge needs two (ab and ab</w>): leave it
+                # unmerged and take the best pair that fits, so the vocabulary comes out full
+                continue
             break
         for x, y in wanted:
             hf_pairs.add((x, y))
@@ -115,7 +122,8 @@ def train_word_bpe(
         "byte_fallback": False, "ignore_merges": False, "vocab": hf_vocab,
         "merges": [[x, y] for x, y in hf_merges],
     }
-    stats = counted.stats(steps=len(merges), stopped_early=ran_out, seconds=seconds)
+    stats = counted.stats(steps=len(merges), stopped_early=len(hf_vocab) < vocab_size,
+                          seconds=seconds)
     return TrainedTokenizer(
         model="word-bpe",
         vocab={i: t for t, i in hf_vocab.items()},

@@ -145,3 +145,30 @@ class TestKinds:
         a = train_tokenizer(path, 300, model="word-bpe")
         b = train_tokenizer(iter(chunks), 300, model="word-bpe")
         assert a.tokenizer_json == b.tokenizer_json  # type: ignore[union-attr]
+
+
+class TestVocabularyIsFull:
+    # 335 and 398: word-bpe's last merge needed two ids (ab, ab</w>) with one left (999 of 1,000).
+    @pytest.mark.parametrize("kind", KINDS)
+    @pytest.mark.parametrize("size", [90, 335, 398, 1028])
+    def test_exactly_vocab_size_on_real_text(self, kind: str, size: int) -> None:
+        """len(vocab) == vocab_size whenever the corpus allows it; stopped_early otherwise."""
+        path = FIXTURES / "corpus.en"
+        result = train_tokenizer(path, size, model=kind)
+        distinct_chars = len(set(path.read_text(encoding="utf-8")))
+        if kind == "char" and size > 1 + distinct_chars:  # every character kept: ran out
+            assert result.stats.stopped_early
+            assert len(result.vocab) == 1 + distinct_chars
+        else:
+            assert not result.stats.stopped_early
+            assert len(result.vocab) == size
+        assert sorted(result.vocab) == list(range(len(result.vocab)))
+        hf_tok = Tokenizer.from_str(result.tokenizer_json_bytes().decode("utf-8"))
+        assert hf_tok.get_vocab_size() == len(result.vocab)
+
+    @pytest.mark.parametrize("kind", KINDS)
+    def test_stopped_early_only_when_out_of_material(self, kind: str) -> None:
+        """Two distinct characters cannot fill 1,000 ids: a smaller vocabulary, reported."""
+        result = train_tokenizer(iter(["ab ab ab"]), 1000, model=kind)
+        assert result.stats.stopped_early
+        assert len(result.vocab) < 1000
