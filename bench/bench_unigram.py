@@ -12,6 +12,11 @@ tokenizer.json in HF ``tokenizers`` (ids equal to tokend's own pipeline, see
 tests/core/training/test_unigram_export.py), HF by itself. tokend's time includes counting
 the pretokens. ``tokend-spmseed`` is tokend with ``whole_word_seeds=False`` (SentencePiece's
 own seeding, where a word always followed by a space is no seed candidate; docs/training.md).
+``train_tokenizer`` is the whole entry point a user calls (``model="unigram"``) on the training
+lines as one file (lines joined by ``\n``): it counts the words itself, line by line, the
+newline kept at its line's end as HF's ``Tokenizer.train(files)`` reads lines. ``doc tok/byte``
+encodes the held-out lines as one text joined by ``\n`` instead (a newline sentencepiece never
+saw is one unknown token there).
 
     .venv/bin/python bench/bench_unigram.py                # corpus.en 1k, shakespeare 4 MB 1k/8k
     .venv/bin/python bench/bench_unigram.py --repeat 1 --mb 1
@@ -29,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "corpora"
@@ -60,9 +66,12 @@ def timed(fn: Callable[[], object]) -> tuple[object, float, float]:
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
 
+Row = tuple[int, int, float, float]  # held-out tokens (line by line, as one text), cpu, wall
+
+
 def run_tokend(
     train: list[str], held: list[str], vocab: int, *, whole_word_seeds: bool = True
-) -> tuple[int, float, float]:
+) -> Row:
     from tokenizers import Tokenizer  # noqa: PLC0415
 
     from tokend.core.training.unigram import train_unigram  # noqa: PLC0415
@@ -70,10 +79,30 @@ def run_tokend(
     result, cpu, wall = timed(lambda: train_unigram(
         metaspace_counts(train), vocab, whole_word_seeds=whole_word_seeds))
     tok = Tokenizer.from_str(json.dumps(result.tokenizer_json()))  # type: ignore[attr-defined]
-    return sum(len(e.ids) for e in tok.encode_batch(held)), cpu, wall
+    return hf_tokens(tok, held), len(tok.encode("\n".join(held)).ids), cpu, wall
 
 
-def run_sentencepiece(train: list[str], held: list[str], vocab: int) -> tuple[int, float, float]:
+def hf_tokens(tok: Any, held: list[str]) -> int:
+    return sum(len(e.ids) for e in tok.encode_batch(held))
+
+
+def run_train_tokenizer(train: list[str], held: list[str], vocab: int) -> Row:
+    """``train_tokenizer(file, vocab, model="unigram")``: counting included, line by line."""
+    from tokenizers import Tokenizer  # noqa: PLC0415
+
+    from tokend.core.training import TrainedTokenizer, train_tokenizer  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train.txt"
+        path.write_text("\n".join(train) + "\n", encoding="utf-8")
+        result, cpu, wall = timed(lambda: train_tokenizer(
+            path, vocab, model="unigram", unk_token="<unk>"))
+    assert isinstance(result, TrainedTokenizer)
+    tok = Tokenizer.from_str(result.tokenizer_json_bytes().decode("utf-8"))
+    return hf_tokens(tok, held), len(tok.encode("\n".join(held)).ids), cpu, wall
+
+
+def run_sentencepiece(train: list[str], held: list[str], vocab: int) -> Row:
     import sentencepiece as spm  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,10 +115,11 @@ def run_sentencepiece(train: list[str], held: list[str], vocab: int) -> tuple[in
 
         _out, cpu, wall = timed(fit)
         sp = spm.SentencePieceProcessor(model_file=f"{tmp}/m.model")
-        return sum(len(ids) for ids in sp.encode(held)), cpu, wall
+        doc = len(sp.encode("\n".join(held)))
+        return sum(len(ids) for ids in sp.encode(held)), doc, cpu, wall
 
 
-def run_hf(train: list[str], held: list[str], vocab: int) -> tuple[int, float, float]:
+def run_hf(train: list[str], held: list[str], vocab: int) -> Row:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: PLC0415
 
     tok = Tokenizer(models.Unigram())
@@ -98,37 +128,40 @@ def run_hf(train: list[str], held: list[str], vocab: int) -> tuple[int, float, f
         vocab_size=vocab, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
     )
     _out, cpu, wall = timed(lambda: tok.train_from_iterator(train, trainer))
-    return sum(len(e.ids) for e in tok.encode_batch(held)), cpu, wall
+    return hf_tokens(tok, held), len(tok.encode("\n".join(held)).ids), cpu, wall
 
 
-def run_tokend_spm_seeds(train: list[str], held: list[str], vocab: int) -> tuple[int, float, float]:
+def run_tokend_spm_seeds(train: list[str], held: list[str], vocab: int) -> Row:
     """tokend with SentencePiece's own seeding (whole_word_seeds=False, docs/training.md)."""
     return run_tokend(train, held, vocab, whole_word_seeds=False)
 
 
 RUNNERS = {"sentencepiece": run_sentencepiece, "tokend": run_tokend,
-           "tokend-spmseed": run_tokend_spm_seeds, "hf": run_hf}
+           "tokend-spmseed": run_tokend_spm_seeds, "train_tokenizer": run_train_tokenizer,
+           "hf": run_hf}
 
 
 def bench(name: str, text: str, vocab: int, repeat: int) -> None:
     train, held = split_lines(text)
     held_bytes = sum(len(line.encode()) for line in held)
+    doc_bytes = len("\n".join(held).encode())
     rows = {}
     for trainer, runner in RUNNERS.items():
-        best: tuple[int, float, float] | None = None
+        best: Row | None = None
         for _ in range(repeat):
             got = runner(train, held, vocab)
-            if best is None or got[1] < best[1]:
+            if best is None or got[2] < best[2]:
                 best = got
         assert best is not None
         rows[trainer] = best
-    ref_tokens, ref_cpu, ref_wall = rows["sentencepiece"]
+    ref_tokens, ref_doc, ref_cpu, ref_wall = rows["sentencepiece"]
     print(f"\n{name}: {sum(len(x.encode()) + 1 for x in train):,} training bytes, "
           f"{held_bytes:,} held-out bytes, vocab {vocab:,} (best of {repeat})")
-    print(f"{'trainer':<16}{'tokens/byte':>12}{'vs spm':>8}{'cpu s':>8}{'vs spm':>8}"
-          f"{'wall s':>8}{'vs spm':>8}")
-    for trainer, (tokens, cpu, wall) in rows.items():
+    print(f"{'trainer':<16}{'tokens/byte':>12}{'vs spm':>8}{'doc tok/byte':>13}{'vs spm':>8}"
+          f"{'cpu s':>8}{'vs spm':>8}{'wall s':>8}{'vs spm':>8}")
+    for trainer, (tokens, doc, cpu, wall) in rows.items():
         print(f"{trainer:<16}{tokens / held_bytes:>12.4f}{tokens / ref_tokens:>8.3f}"
+              f"{doc / doc_bytes:>13.4f}{doc / ref_doc:>8.3f}"
               f"{cpu:>8.2f}{cpu / ref_cpu:>8.2f}{wall:>8.2f}{wall / ref_wall:>8.2f}")
 
 

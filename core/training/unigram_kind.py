@@ -2,14 +2,19 @@
 
 The algorithm (EM over piece probabilities, pruning) lives in ``tokend.core.training.unigram``
 (``train_unigram``). This module counts the corpus' words as HF's ``Metaspace(replacement="▁",
-prepend_scheme="always", split=True)`` cuts them (what SentencePiece and HF's Unigram trainer
-see), hands them over with the special tokens (the unknown token among them), and exports the
-pieces through ``UnigramResult.tokenizer_json`` (HF Unigram model, Metaspace pre-tokenizer
-and decoder).
+prepend_scheme="always", split=True)`` cuts them, hands them over with the special tokens (the
+unknown token among them), and exports the pieces through ``UnigramResult.tokenizer_json`` (HF
+Unigram model, Metaspace pre-tokenizer and decoder).
+
+A line is a sentence, as for SentencePiece and HF's trainer: each line gets its own ``▁`` in
+front, so ``"sir.\nThe"`` counts ``▁sir.\n`` and ``▁The``, not ``▁sir.\nThe``. The newline
+stays at the end of its line, exactly as HF's ``Tokenizer.train(files)`` reads lines, so it
+is a known character when a multi-line text is served (SentencePiece drops it).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 
@@ -22,10 +27,20 @@ from tokend.core.training.unigram import train_unigram
 from tokend.core.training.words import count_words
 
 _PRE = Metaspace("\u2581", "always", True)
+# Lines with their "\n" (the last one may have none); only "\n" ends a line, as in HF.
+_LINES = re.compile(r"[^\n]*\n|[^\n]+").findall
 
 
 def _words(piece: str) -> list[str]:
-    return [text for text, _ in _PRE.pre_tokenize([(piece, True)])]
+    r"""Metaspace words of each line of ``piece``: "a b\nc" -> ["▁a", "▁b\n", "▁c"].
+
+    Exact across pieces: the corpus splitter cuts a document only before a space that
+    follows a non-space, never at a line start, and the space a piece then starts with
+    gives its first word the ``▁`` the whole line would (nothing is prepended). Text after
+    a special token starts a new sentence.
+    """
+    pre = _PRE.pre_tokenize
+    return [text for line in _LINES(piece) for text, _ in pre([(line, True)])]
 
 
 def train_unigram_kind(
@@ -36,7 +51,7 @@ def train_unigram_kind(
     unk_token: str,
     throttle: Throttle,
 ) -> TrainedTokenizer:
-    """Count Metaspace words, run the Unigram trainer, export its pieces."""
+    """Count Metaspace words line by line, run the Unigram trainer, export its pieces."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _words, throttle)
     seconds = {"count": time.perf_counter() - start}
