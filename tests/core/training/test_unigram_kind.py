@@ -9,6 +9,7 @@ sentencepiece's trainer on Shakespeare, where counting the whole text instead co
 from __future__ import annotations
 
 import collections
+import functools
 import gzip
 import io
 from pathlib import Path
@@ -52,8 +53,10 @@ class TestLineIsASentence:
         text = "".join(lines[:300]) + EXTRA * 3 + "".join(lines[300:400]).rstrip("\n")
         path = tmp_path / "c.txt"
         path.write_bytes(text.encode("utf-8"))
-        monkeypatch.setattr(corpus_io, "READ_BLOCK_BYTES", 101)
+        monkeypatch.setattr(corpus_io, "utf8_blocks",
+                            functools.partial(corpus_io.utf8_blocks, block_bytes=101))
         monkeypatch.setattr(corpus_io, "TARGET_PIECE_CHARS", 64)
+        assert len(list(corpus_io.file_blocks(path))) > 100  # the file is read in tiny blocks
         splitter = corpus_io.Splitter([], safe_cuts=True, target_chars=64)
         pieces = [p for i in range(0, len(text), 101) for p in splitter.feed(text[i : i + 101])]
         assert sum(not p.endswith("\n") for p in pieces) > 100  # lines really are cut apart
