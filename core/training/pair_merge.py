@@ -16,14 +16,17 @@ Ties go to the pair *seen first*: the one whose first occurrence comes first in 
 order (the order words first appear in the corpus), then by position inside the word. That
 is what the paper's reference code does (``max`` over a dict filled in that order).
 
-The heap holds ``(-score, word index, char offset, left, right, exact)`` entries that may
-be stale: a popped entry is checked against the true score and a still-existing occurrence,
-and pushed again with the true values when it is not. Scores that grow are pushed when they
-change (counts that grow, new earlier occurrences and, for ``ratio`` and ``gain``, every
-tracked pair of a symbol whose count shrank); scores that shrink (``gain`` shrinks for every
-pair as N falls) are fixed when they reach the top. Under ``gain`` a pair whose lasting upper
-bound is below the best score so far is *parked* (``exact`` 0): it keeps one bound entry and
-is not re-scored until that entry reaches the top — most pairs, most of the time.
+The heap holds ``(-score, word index, char offset, left, right, exact, version)`` entries,
+and each pair has one *valid* entry: the latest it was given (``_version``); older ones are
+skipped when they surface (an indexed heap's update-in-place, done lazily; the compiled twin
+updates in place). A valid entry may be stale: at the top it is checked against the true
+score and a still-existing occurrence, and replaced by the true values when it is not.
+Scores that grow are re-entered when they change (counts that grow, new earlier occurrences
+and, for ``ratio`` and ``gain``, every tracked pair of a symbol whose count shrank); scores
+that shrink (``gain`` shrinks for every pair as N falls) are fixed when they reach the top.
+Under ``gain`` a pair whose lasting upper bound is below the best score so far is *parked*
+(``exact`` 0): its entry holds that bound and it is not re-scored until the entry reaches the
+top — most pairs, most of the time.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from heapq import heapify, heappop, heappush
 SCORES = ("count", "ratio", "gain")
 Pair = tuple[int, int]
 Position = tuple[int, int]  # (word index, char offset of the pair's left symbol)
+Entry = tuple[float, int, int, int, int, int, int]  # (-score, *position, *pair, exact, version)
 _FAR: Position = (1 << 62, 0)
 
 
@@ -110,6 +114,8 @@ class PairMerger:
         self._threshold = -math.inf
         if self._gain and pair_counts:
             self._threshold = max(self._score(p, c) for p, c in pair_counts.items())
+        self._version: dict[Pair, int] = {}  # each pair's valid heap entry
+        self._stamp = 0
         self._heap = [self._entry(p, c) for p, c in pair_counts.items()]
         heapify(self._heap)
 
@@ -142,17 +148,23 @@ class PairMerger:
             bound -= xl(count)
         return bound + abs(bound) * 1e-9 + 1e-9
 
-    def _entry(self, p: Pair, count: int) -> tuple[float, int, int, int, int, int]:
-        """The heap entry for ``p``: its exact score (tracked), or a parked pair's bound."""
+    def _entry(self, p: Pair, count: int) -> Entry:
+        """The pair's new valid entry: its exact score (tracked), or a parked pair's bound."""
         pos = self._first.get(p, _FAR)
         if self._gain:
             bound = self._bound(p, count)
             if bound < self._threshold:
                 self._untrack(p)
-                return (-bound, *pos, *p, 0)
+                return self._valid(-bound, pos, p, 0)
         if self._likelihood:
             self._track(p)
-        return (-self._score(p, count), *pos, *p, 1)
+        return self._valid(-self._score(p, count), pos, p, 1)
+
+    def _valid(self, neg: float, pos: Position, p: Pair, exact: int) -> Entry:
+        """An entry for ``p`` that replaces (invalidates) the one it had."""
+        self._stamp += 1
+        self._version[p] = self._stamp
+        return (neg, *pos, *p, exact, self._stamp)
 
     def _track(self, p: Pair) -> None:
         if p not in self._tracked:
@@ -195,11 +207,15 @@ class PairMerger:
         """Remove and return the best pair (ties: seen first), or None when none is left."""
         heap = self._heap
         pair_counts = self._pair_counts
+        version = self._version
         while heap:
-            neg, wi, off, a, b, exact = heappop(heap)
+            neg, wi, off, a, b, exact, v = heappop(heap)
             p = (a, b)
+            if version.get(p) != v:
+                continue  # replaced or dropped since
             count = pair_counts.get(p, 0)
             if count <= 0:
+                del version[p]
                 continue
             pos = (wi, off)
             if not exact:  # a parked pair's bound reached the top: score it exactly now
@@ -207,21 +223,22 @@ class PairMerger:
                     pos = self._find_first(p)
                     self._first[p] = pos
                 self._track(p)
-                heappush(heap, (-self._score(p, count), *pos, a, b, 1))
+                heappush(heap, self._valid(-self._score(p, count), pos, p, 1))
                 continue
             if self._likelihood and p not in self._tracked:
-                continue  # an old exact entry of a parked pair: its bound stands for it
+                del version[p]  # not reached: parking replaces a pair's exact entry
+                continue
             score = self._score(p, count)
             if -neg == score and self._occurs_at(p, pos):
+                del version[p]
                 self._threshold = score
                 self._untrack(p)
                 return p
-            # subtle: a stale entry (score or position moved); push its true values once
-            # more. Other entries of the same pair may remain and are dropped the same way.
+            # subtle: a stale entry (score or position moved): replace it by its true values
             if not self._occurs_at(p, pos):
                 pos = self._find_first(p)
                 self._first[p] = pos
-            heappush(heap, (-score, *pos, a, b, 1))
+            heappush(heap, self._valid(-score, pos, p, 1))
         return None
 
     def merge(self, a: int, b: int, new: int) -> None:
@@ -293,6 +310,7 @@ class PairMerger:
             else:
                 pair_counts.pop(p, None)
                 self._untrack(p)
+                self._version.pop(p, None)  # its entry goes with it
                 continue
             pos = created.get(p)
             known = self._first.get(p, _FAR)

@@ -8,6 +8,7 @@ replays the textbook algorithms under both kernels.
 from __future__ import annotations
 
 import gzip
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -106,7 +107,7 @@ class TestTwins:
         words, freqs, lengths = wordpiece_symbols(corpus_words(name, max_chars))
         assert len(both(words, freqs, lengths, score, limit=limit)) > 100
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=int(os.environ.get("TOKEND_REF_EXAMPLES", "150")), deadline=None)
     @given(
         st.lists(
             st.tuples(st.lists(st.integers(0, 4), min_size=1, max_size=9),
