@@ -56,8 +56,9 @@ class PairMerger:
     """Greedy pair merging over weighted words (see the module docstring).
 
     ``words[wi]`` is a list of symbol ids, ``freqs[wi]`` its weight; ``lengths[sym]`` is the
-    width of a symbol in characters (any positive width works: it orders positions only).
-    The caller owns the token strings and appends the new symbol's width before ``merge``.
+    width of a symbol in characters (any positive widths order positions, as long as a new
+    symbol's width is the sum of its two parts': offsets must not move). The caller owns the
+    token strings and appends the new symbol's width before ``merge``.
     ``_pair_merge.CompiledPairMerger`` is the compiled twin (``merge_kernel`` picks one).
     """
 
