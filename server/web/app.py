@@ -12,10 +12,11 @@ on gRPC.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, cast
@@ -25,7 +26,7 @@ import grpc
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -49,6 +50,9 @@ HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
 JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
             "GET /tokenizers/{ref}", "GET /health"]
 _MAX_REQUEST_ID = 128
+# How much of a refused (too large) body is read and dropped before the 413 goes out.
+DRAIN_BYTES = 64 << 20
+DRAIN_SECONDS = 5.0
 
 
 class HttpContext:
@@ -170,18 +174,22 @@ class WebApi:
         return response
 
     async def _body(self, request: Request) -> bytes:
-        """The body, refused past --max-message-bytes (the gRPC message limit) unread."""
+        """The body, refused past --max-message-bytes (the gRPC message limit)."""
         limit = self.max_body_bytes
+        stream = request.stream()
         declared = request.headers.get("content-length", "")
-        if declared.isdigit():
+        if declared.isdigit() and int(declared) > limit:
+            await _discard(stream)
             limits.check("request body size in bytes", int(declared), limit,
-                          "--max-message-bytes", field="request")
+                         "--max-message-bytes", field="request")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
+        async for chunk in stream:
             size += len(chunk)
-            limits.check("request body size in bytes", size, limit, "--max-message-bytes",
-                         field="request")
+            if size > limit:
+                await _discard(stream)
+                limits.check("request body size in bytes", size, limit, "--max-message-bytes",
+                             field="request")
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -256,6 +264,25 @@ def _path_ref(request: Request) -> str:
     except UnicodeDecodeError as exc:
         raise invalid("tokenizer", f"not valid UTF-8 (byte {exc.start} of the value): "
                       "string fields must be valid UTF-8") from None
+
+
+async def _discard(stream: AsyncIterator[bytes]) -> None:
+    """Read and drop the rest of a refused body, up to DRAIN_BYTES / DRAIN_SECONDS.
+
+    subtle: answering 413 while the client is still sending makes the server close a socket
+    with unread bytes, which the kernel turns into a reset: the client then sees a broken pipe
+    instead of the 413 (3 of 60 1-MiB requests on loopback). Reading the rest first, as nginx's
+    lingering close does, lets the answer arrive; past the bound the connection is just closed.
+    """
+    async def drain() -> None:
+        seen = 0
+        async for chunk in stream:
+            seen += len(chunk)
+            if seen > DRAIN_BYTES:
+                return
+
+    with contextlib.suppress(TimeoutError, ClientDisconnect):
+        await asyncio.wait_for(drain(), DRAIN_SECONDS)
 
 
 def _utf8_or_none(piece: bytes) -> str | None:

@@ -12,6 +12,8 @@ only HTTP can get follow.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from typing import Any
 from urllib.parse import quote, quote_from_bytes
 
@@ -22,6 +24,7 @@ from http_api import HttpServed, call
 
 from tokend.core import errors as E  # noqa: N812 - E.UnknownTokenizer reads as a table
 from tokend.server.errors import HTTP_STATUS_TABLE, STATUS_TABLE
+from tokend.server.web.app import DRAIN_SECONDS
 from tokend.v1 import tokenizer_pb2 as pb
 
 MAX_MESSAGE = 1200  # as tests/server/test_bad_inputs.py: quoted values are cut short
@@ -139,6 +142,28 @@ def test_http_only_refusal(
     still = call(http_server.base, "POST", "/count",
                  {"tokenizer": "o200k_base", "texts": ["still ok"]})
     assert still.status == 200 and still.body["total"] == 2
+
+
+def test_too_large_bodies_get_their_413_every_time(http_server: HttpServed) -> None:
+    """The server reads and drops a refused body before answering: without that, closing a
+    socket with unread bytes resets it and the client sees a broken pipe (3 of 60 before)."""
+    statuses = [call(http_server.base, "POST", "/tokenize", BIG).status for _ in range(60)]
+    assert statuses == [413] * 60
+
+
+def test_a_stalled_too_large_body_is_answered_after_the_drain_bound(
+    http_server: HttpServed,
+) -> None:
+    """A client that declares 10 GB and stops sending gets its 413 after DRAIN_SECONDS."""
+    host, port = http_server.base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        started = time.monotonic()
+        sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 10000000000\r\n\r\n{\"texts\": [")
+        reply = sock.recv(4096)
+        waited = time.monotonic() - started
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:80]
+    assert DRAIN_SECONDS - 0.5 <= waited < DRAIN_SECONDS + 10, waited
 
 
 def test_http_table_follows_the_grpc_table() -> None:
