@@ -4,8 +4,8 @@ Same corpus (the first 90% of its lines), same vocabulary size, same pipeline (B
 ``BertNormalizer`` + ``BertPreTokenizer``, ``[UNK]``), held-out text = the last 10% of the lines.
 Prints one table: tokens per byte of held-out text (lower is better) and its ratio to HF's,
 training wall and CPU seconds (best of ``--repeat``; CPU = all threads of this process, HF's
-trainer is multi-threaded) and their ratios. tokend runs both scores (``gain``, the default,
-and the textbook ``ratio``; docs/training.md).
+trainer is multi-threaded) and their ratios. tokend runs every score (``gain``, the default,
+the textbook ``ratio`` and HF's own criterion ``count``; docs/training.md).
 
     .venv/bin/python bench/bench_train_kinds.py                      # corpus.en, shakespeare
     .venv/bin/python bench/bench_train_kinds.py --vocab 1000 4000 8000 --repeat 3
@@ -28,6 +28,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 from tokend.core.training import TrainedTokenizer, train_tokenizer
+from tokend.core.training.wordpiece import SCORES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data" / "corpora"
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
             assert isinstance(hf, Tokenizer)
             hf_tpb = len(hf.encode(held).ids) / held_bytes
             rows = [("HF WordPieceTrainer", hf_tpb, hf_wall, hf_cpu)]
-            for score in ("gain", "ratio"):
+            for score in SCORES:
                 ours, wall, cpu = best_of(args.repeat, partial(
                     train_tokenizer, [train_path], vocab, model="wordpiece",
                     wordpiece_score=score))

@@ -422,6 +422,7 @@ def train_requests(spec: TrainSpec, corpus: Corpus | None) -> Iterator[pb.TrainR
             pattern=spec.pattern,
             corpus_path=spec.corpus_path,
             model=spec.model,
+            wordpiece_score=spec.wordpiece_score,
         )
     )
     for chunk in _corpus_chunks(corpus):
@@ -465,6 +466,7 @@ def train_job(job: pb.TrainJob) -> TrainJob:
         finished_at=job.finished_at,
         corpus_bytes=job.corpus_bytes,
         model=job.config.model or "byte-bpe",
+        wordpiece_score=job.config.wordpiece_score,
     )
 
 

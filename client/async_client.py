@@ -318,10 +318,12 @@ class AsyncClient:
         pattern: str = "",
         corpus_path: str = "",
         model: str = "",
+        wordpiece_score: str = "",
         timeout: float | None = None,
     ) -> AsyncTrainHandle:
         """Start a training job (see ``Client.train``); returns once the corpus is sent."""
-        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model)
+        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model,
+                         wordpiece_score)
         requests = _convert.train_requests(spec, corpus)
         response = await self._call(self._stub.Train, requests, timeout)
         return AsyncTrainHandle(self, _convert.train_job(response.job))

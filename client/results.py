@@ -187,6 +187,8 @@ class TrainJob:
     corpus_bytes: int
     # The tokenizer kind ("byte-bpe", "char", "word-bpe", "wordpiece", "unigram").
     model: str = "byte-bpe"
+    # WordPiece's merge criterion ("gain", "ratio", "count"); "" for the other kinds.
+    wordpiece_score: str = ""
 
     @property
     def finished(self) -> bool:
@@ -208,6 +210,8 @@ class TrainSpec:
     corpus_path: str = ""
     # "byte-bpe", "char", "word-bpe", "wordpiece" or "unigram"; "" (the default): byte-bpe.
     model: str = ""
+    # wordpiece only: "gain", "ratio" or "count" (HF's trainer); "" (the default): gain.
+    wordpiece_score: str = ""
 
 
 __all__ = [

@@ -326,6 +326,7 @@ class Client:
         pattern: str = "",
         corpus_path: str = "",
         model: str = "",
+        wordpiece_score: str = "",
         timeout: float | None = None,
     ) -> TrainHandle:
         """Start a training job; returns once the server has the corpus.
@@ -333,10 +334,12 @@ class Client:
         ``corpus`` is streamed (text, bytes, a local ``Path`` or byte chunks); or name a file
         under the server's --train-dir with ``corpus_path``. Needs the admin ``token`` when the
         server sets one. ``pattern`` "" means the server's default (o200k); ``model`` the
-        tokenizer kind ("byte-bpe" when "", "char", "word-bpe", "wordpiece", "unigram").
+        tokenizer kind ("byte-bpe" when "", "char", "word-bpe", "wordpiece", "unigram");
+        ``wordpiece_score`` WordPiece's merge criterion ("gain" when "", "ratio", "count").
         Progress: iterate the handle; the published reference: ``result()``.
         """
-        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model)
+        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model,
+                         wordpiece_score)
         requests = _convert.train_requests(spec, corpus)
         response = self._call(self._stub.Train, requests, timeout)
         return TrainHandle(self, _convert.train_job(response.job))

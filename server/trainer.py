@@ -109,6 +109,7 @@ def run(job_dir: Path, registry_root: Path | str, workers: int) -> int:
             cfg["special_tokens"],
             model=model,
             pattern=cfg["pattern"],
+            wordpiece_score=cfg.get("wordpiece_score") or None,
             workers=workers,
             progress=progress,
             should_stop=should_stop,
@@ -162,6 +163,8 @@ def _publish(
             training=training,
             corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
         )
+    if cfg.get("wordpiece_score"):
+        training["wordpiece_score"] = cfg["wordpiece_score"]
     training["corpus"] = {"sha256": file_digest(corpus), "bytes": corpus.stat().st_size}
     return registry.publish_file(
         cfg["name"], fmt="hf-json", data=result.tokenizer_json_bytes(), training=training

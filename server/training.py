@@ -29,7 +29,12 @@ from tokend.core.errors import (
 )
 from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
-from tokend.core.training.kinds import DEFAULT_MODEL, DEFAULT_UNK_TOKEN, check_model
+from tokend.core.training.kinds import (
+    DEFAULT_MODEL,
+    DEFAULT_UNK_TOKEN,
+    check_model,
+    check_wordpiece_score,
+)
 from tokend.server import limits
 from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
@@ -117,6 +122,10 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             model = check_model(cfg.model or DEFAULT_MODEL)
         except TokendError as exc:
             raise with_field(exc, "config.model") from None
+        try:
+            wordpiece_score = check_wordpiece_score(cfg.wordpiece_score, model)
+        except TokendError as exc:
+            raise with_field(exc, "config.wordpiece_score") from None
         if model == "byte-bpe":
             minimum = BYTE_TOKENS + len(specials)
             why = f"256 byte tokens + {len(specials)} special tokens"
@@ -143,6 +152,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             "pattern": pattern,
             "corpus_path": cfg.corpus_path,
             "model": model,
+            "wordpiece_score": wordpiece_score,
         }
 
     def _train_dir_file(self, relative: str) -> tuple[Path, int]:
@@ -333,6 +343,7 @@ def job_to_proto(job: Job) -> pb.TrainJob:
             pattern=cfg["pattern"],
             corpus_path=cfg.get("corpus_path", ""),
             model=cfg.get("model", DEFAULT_MODEL),
+            wordpiece_score=cfg.get("wordpiece_score", ""),
         ),
         state=_STATES.get(job["state"], pb.TRAIN_JOB_STATE_UNSPECIFIED),
         phase=job.get("phase", ""),

@@ -10,7 +10,8 @@
 //                        count?: {model?, tools?, tool_choice?, max_tokens?},
 //                        truncate?: {text, max_tokens, keep?, marker?},
 //                        chunk?: {text, max_tokens, overlap?},
-//                        train?: {name, vocab_size, model?, special_tokens?, corpus},
+//                        train?: {name, vocab_size, model?, wordpiece_score?, special_tokens?,
+//                                 corpus},
 //                        report?: {tokenizers: [string], texts?: [string], languages?},
 //                        repeat?: N (then N more CountTokens calls of the texts),
 //                        repeat_interval_ms?: pause before each repeated call }.

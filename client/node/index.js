@@ -162,7 +162,8 @@ class TokendClient {
 
   // Starts a training job and resolves to the queued TrainJob. config: { name, vocab_size,
   // special_tokens?, pattern?, model? ("byte-bpe" | "char" | "word-bpe" | "wordpiece" |
-  // "unigram"; "" = byte-bpe), corpus_path? }; corpus: a string or Buffer, streamed as
+  // "unigram"; "" = byte-bpe), wordpiece_score? (wordpiece: "gain" | "ratio" | "count";
+  // "" = gain), corpus_path? }; corpus: a string or Buffer, streamed as
   // corpus_chunk messages of 1 MiB (omit it when corpus_path names a server-side file).
   train(config, corpus) {
     const metadata = new grpc.Metadata();
@@ -177,6 +178,7 @@ class TokendClient {
       pattern: config.pattern || '',
       corpus_path: config.corpus_path || '',
       model: config.model || '',
+      wordpiece_score: config.wordpiece_score || '',
     };
     return new Promise((resolve, reject) => {
       const call = this.stub.Train(metadata, { deadline }, (err, response) => {

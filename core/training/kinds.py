@@ -27,6 +27,7 @@ from tokend.core.train import (
     check_special_tokens,
     train_bpe,
 )
+from tokend.core.training.wordpiece import DEFAULT_SCORE, SCORES
 
 if TYPE_CHECKING:
     from tokend.core.training.result import TrainedTokenizer
@@ -55,6 +56,27 @@ def check_model(model: object) -> str:
     return model
 
 
+def check_wordpiece_score(score: object, model: str) -> str:
+    """The WordPiece merge criterion for ``model``: ``score``, or the default when ``score`` is
+    None or "" (``""`` for the other kinds, which take none).
+
+    InvalidInput naming ``wordpiece_score`` (bounded echo) for a score not in SCORES, or one
+    given for another model: it would be ignored, so the caller surely meant something else.
+    """
+    if score is None or score == "":
+        return DEFAULT_SCORE if model == "wordpiece" else ""
+    if not isinstance(score, str) or score not in SCORES:
+        raise InvalidInput(
+            f"wordpiece_score {shown(str(score))} is not a WordPiece score; choose one of "
+            f"{', '.join(SCORES)}"
+        )
+    if model != "wordpiece":
+        raise InvalidInput(
+            f"wordpiece_score applies to model wordpiece only, not {shown(model)}"
+        )
+    return score
+
+
 def train_tokenizer(
     corpus: CorpusInput,
     vocab_size: int,
@@ -63,7 +85,7 @@ def train_tokenizer(
     model: str = DEFAULT_MODEL,
     pattern: str = DEFAULT_TRAIN_PATTERN,
     unk_token: str = DEFAULT_UNK_TOKEN,
-    wordpiece_score: str = "gain",
+    wordpiece_score: str | None = None,
     workers: int | None = None,
     progress: ProgressFn | None = None,
     should_stop: StopFn | None = None,
@@ -72,8 +94,9 @@ def train_tokenizer(
 
     ``vocab_size`` counts every id (special tokens included). ``pattern`` and ``workers``
     apply to ``byte-bpe`` only; ``unk_token`` to the other kinds, which add it in front of
-    ``special_tokens`` unless listed there. ``wordpiece_score``: ``"gain"`` (the likelihood
-    gain) or ``"ratio"`` (count(ab) / (count(a) count(b)) alone), see ``wordpiece``.
+    ``special_tokens`` unless listed there. ``wordpiece_score`` (wordpiece only; None: the
+    default ``"gain"``, the likelihood gain): ``"ratio"`` (count(ab) / (count(a) count(b))
+    alone) or ``"count"`` (count(ab), HF's trainer), see ``wordpiece``.
     Semantics of each kind: ``docs/training.md``.
 
     >>> r = train_tokenizer(iter(["low lower lowest"]), 20, model="word-bpe")
@@ -81,6 +104,7 @@ def train_tokenizer(
     [('l', 'o'), ('lo', 'w')]
     """
     kind = check_model(model)
+    score = check_wordpiece_score(wordpiece_score, kind)
     if kind == "byte-bpe":
         return train_bpe(corpus, vocab_size, special_tokens, pattern=pattern,
                          workers=workers, progress=progress, should_stop=should_stop)
@@ -100,11 +124,7 @@ def train_tokenizer(
         raise LimitExceeded("vocab_size", vocab_size, MAX_VOCAB_SIZE)
     extra: dict[str, str] = {}
     if kind == "wordpiece":
-        if wordpiece_score not in ("gain", "ratio"):
-            raise InvalidInput(
-                f"wordpiece_score {shown(str(wordpiece_score))} is not 'gain' or 'ratio'"
-            )
-        extra["score"] = wordpiece_score
+        extra["score"] = score
     module_name, func_name = _MODULES[kind]
     train: Callable[..., TrainedTokenizer] = getattr(
         importlib.import_module(module_name), func_name

@@ -8,9 +8,11 @@ a unigram model of the symbols (``score="gain"``, the default: about
 ``count(ab) * log(N * count(ab) / (count(a) * count(b)))``, exact formula in ``pair_merge``),
 or with the highest ``count(ab) / (count(a) * count(b))`` alone (``score="ratio"``, the
 textbook shortcut: it favours pairs of rare symbols and needs ~2x the tokens per byte of
-HF's trainer, see docs/training.md). Counts are weighted by word frequency; ties: the pair
-seen first, as for word-level BPE. The new token is ``a`` followed by ``b`` without ``##``.
-A merge that yields a token already in the vocabulary merges the symbols but adds no entry.
+HF's trainer, see docs/training.md), or with the highest ``count(ab)`` (``score="count"``,
+what HF's ``WordPieceTrainer`` does: it wraps its BPE trainer). Counts are weighted by word
+frequency; ties: the pair seen first, as for word-level BPE. The new token is ``a`` followed by
+``b`` without ``##``. A merge that yields a token already in the vocabulary merges the symbols
+but adds no entry.
 
 Served by HF's WordPiece model (greedy longest match, ``##`` continuation, ``[UNK]`` for a word
 with a part outside the vocabulary or longer than 100 characters). Vocabulary ids: special
@@ -35,8 +37,10 @@ from tokend.core.training.words import count_words
 
 PREFIX = "##"
 MAX_INPUT_CHARS_PER_WORD = 100
-# "gain" (the likelihood gain, default) or "ratio" (count(ab) / (count(a) count(b)) alone).
-SCORES = ("gain", "ratio")
+# The merge criteria: "gain" (the likelihood gain, default), "ratio" (count(ab) / (count(a)
+# count(b)) alone) or "count" (count(ab), HF's WordPieceTrainer). The one list: kinds.py, the
+# CLI and the server check against it.
+SCORES = ("gain", "ratio", "count")
 DEFAULT_SCORE = "gain"
 NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
               "strip_accents": None, "lowercase": True}
@@ -64,7 +68,7 @@ def train_wordpiece(
     throttle: Throttle,
     score: str = DEFAULT_SCORE,
 ) -> TrainedTokenizer:
-    """Learn WordPiece merges by likelihood gain on the corpus' BERT-normalized words."""
+    """Learn WordPiece merges by ``score`` (one of SCORES) on the corpus' BERT-normalized words."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _BertWords(), throttle,
                           split_first=True)

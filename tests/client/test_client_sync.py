@@ -248,6 +248,18 @@ class TestTraining:
         with pytest.raises(core.InvalidInput, match="model 'bogus'"):
             admin_client.train("x", "text", vocab_size=300, model="bogus")
 
+    def test_train_wordpiece_score(self, admin_client: Client, fixtures_dir: Path) -> None:
+        """wordpiece_score= reaches the server and comes back in the job; a bad one is refused."""
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_bytes()[:20_000]
+        handle = admin_client.train("clientwpc", corpus, vocab_size=300, model="wordpiece",
+                                    wordpiece_score="count")
+        assert handle.job.wordpiece_score == "count"
+        handle.result(timeout=60)
+        assert admin_client.get_train_job(handle.job_id).wordpiece_score == "count"
+        with pytest.raises(core.InvalidInput, match="applies to model wordpiece only"):
+            admin_client.train("x", "text", vocab_size=300, model="char",
+                               wordpiece_score="count")
+
     def test_train_from_server_side_file(
         self, admin_client: Client, tokend_service: object
     ) -> None:

@@ -65,3 +65,25 @@ class TestNodeTraining:
         with Client(tokend_service.target) as client:
             assert out["ids"] == [client.encode(job["published"], payload["texts"][0]).ids]
         assert out["decoded"] == payload["texts"]
+
+    def test_train_wordpiece_score(self, tokend_service: Any, fixtures_dir: Any) -> None:
+        """train() passes wordpiece_score: the job echoes it (the server fills in "gain" when
+        none arrives), and its version encodes as the Python client's job with that config."""
+        corpus = (fixtures_dir / "corpora" / "corpus.en").read_text(encoding="utf-8")[:20_000]
+        payload = {
+            "tokenizer": "",
+            "texts": ["the tokenization of words"],
+            "train": {"name": "nodewpc", "vocab_size": 300, "model": "wordpiece",
+                      "wordpiece_score": "count", "corpus": corpus},
+        }
+        status, out, err = run_node(tokend_service.target, payload,
+                                    token=tokend_service.admin_token)
+        assert status == 0, err
+        job = out["train"]
+        assert job["state"] == "TRAIN_JOB_STATE_SUCCEEDED", job["error"]
+        assert job["config"]["wordpiece_score"] == "count"
+        with Client(tokend_service.target, token=tokend_service.admin_token) as client:
+            ours = client.train("pywpc", corpus, vocab_size=300, model="wordpiece",
+                                wordpiece_score="count").result(timeout=60)
+            text = payload["texts"][0]
+            assert out["ids"] == [client.encode(ours, text).ids]

@@ -12,7 +12,7 @@ from tokend.cli import main
 from tokend.core.formats import load_tiktoken_bpe
 from tokend.core.registry import Registry
 from tokend.core.train import train_bpe
-from tokend.core.training import train_tokenizer
+from tokend.core.training import TrainedTokenizer, train_tokenizer
 
 
 class TestTrainCommand:
@@ -136,3 +136,38 @@ class TestTrainModelKinds:
             main(["train", str(corpus), "--model", "bogus", "--vocab-size", "300",
                   "--name", "x"])
         assert "wordpiece" in capsys.readouterr().err
+
+    def test_wordpiece_score_count(
+        self, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--wordpiece-score count writes train_tokenizer's count vocabulary (not gain's) and
+        records the score in the manifest."""
+        corpus = fixtures_dir / "corpora" / "tinystories_sample.txt"
+        registry = tmp_path / "registry"
+        status = main(["train", str(corpus), "--model", "wordpiece", "--wordpiece-score",
+                       "count", "--vocab-size", "300", "--name", "wp", "--out",
+                       str(tmp_path / "out"), "--registry", str(registry), "--quiet"])
+        assert status == 0, capsys.readouterr().err
+        written = json.loads((tmp_path / "out" / "wp.tokenizer.json").read_text("utf-8"))
+        by_score = {}
+        for score in ("count", "gain"):
+            result = train_tokenizer(corpus, 300, model="wordpiece", wordpiece_score=score)
+            assert isinstance(result, TrainedTokenizer)
+            by_score[score] = result.tokenizer_json
+        assert written == by_score["count"] != by_score["gain"]
+        assert Registry(registry).manifest("wp@1")["training"]["wordpiece_score"] == "count"
+
+    def test_wordpiece_score_refusals(
+        self, fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An unknown score is refused by argparse (naming the choices); any score for
+        another model is refused with the reason, before training."""
+        corpus = str(fixtures_dir / "corpora" / "german.txt")
+        with pytest.raises(SystemExit):
+            main(["train", corpus, "--model", "wordpiece", "--wordpiece-score", "pmi",
+                  "--vocab-size", "300", "--name", "x"])
+        assert "gain,ratio,count" in capsys.readouterr().err
+        assert main(["train", corpus, "--model", "word-bpe", "--wordpiece-score", "count",
+                     "--vocab-size", "300", "--name", "x", "--target", "127.0.0.1:1"]) == 1
+        err = capsys.readouterr().err
+        assert "INVALID_ARGUMENT" in err and "--wordpiece-score applies to --model wordpiece" in err

@@ -16,6 +16,7 @@ from grpc_status import rpc_status
 from tokenizers import Tokenizer
 
 from tokend.core.registry import Registry
+from tokend.core.training import train_tokenizer
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -112,3 +113,40 @@ def test_unknown_model_names_the_field(tokend_server) -> None:
             detail.Unpack(bad)
             fields += [v.field for v in bad.field_violations]
     assert fields == ["config.model"]
+
+
+def test_wordpiece_count_score_equals_train_tokenizer(tokend_server, fixtures_dir,
+                                                      tmp_path) -> None:
+    """wordpiece_score="count" reaches the trainer: the published vocabulary equals
+    train_tokenizer's with the same arguments (and differs from the default gain's), and the
+    job echoes the score in GetTrainJob and ListTrainJobs."""
+    admin = [("authorization", f"Bearer {tokend_server.admin_token}")]
+    corpus = (fixtures_dir / "corpora" / "corpus.en").read_bytes()[:60_000]
+    with grpc.insecure_channel(tokend_server.target) as channel:
+        stub = pb_grpc.TokenizerServiceStub(channel)
+        job = stub.Train(train_requests(pb.TrainConfig(
+            name="wp-count", vocab_size=500, model="wordpiece", wordpiece_score="count"),
+            corpus), metadata=admin).job
+        final = None
+        for message in stub.WatchTrainJob(pb.WatchTrainJobRequest(job_id=job.job_id),
+                                          timeout=120):
+            final = message.job
+        got = stub.GetTrainJob(pb.GetTrainJobRequest(job_id=job.job_id)).job
+        listed = [j for j in stub.ListTrainJobs(pb.ListTrainJobsRequest()).jobs
+                  if j.job_id == job.job_id]
+    assert final is not None
+    assert final.state == STATES.Value("TRAIN_JOB_STATE_SUCCEEDED"), final.error
+    assert job.config.wordpiece_score == "count" == got.config.wordpiece_score
+    assert [j.config.wordpiece_score for j in listed] == ["count"]
+    registry = Registry(tokend_server.registry)
+    assert registry.manifest(final.published)["training"]["wordpiece_score"] == "count"
+    data = registry.load_data(final.published)
+    assert data.file is not None
+    served = Tokenizer.from_str(data.file.decode("utf-8")).get_vocab()
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(corpus)
+    by_score = {score: train_tokenizer([str(path)], 500, model="wordpiece",
+                                       wordpiece_score=score).vocab
+                for score in ("count", "gain")}
+    assert served == {text: i for i, text in by_score["count"].items()}
+    assert served != {text: i for i, text in by_score["gain"].items()}

@@ -385,6 +385,7 @@ def run_remote_train(
     special_tokens: Sequence[str] = (),
     pattern: str = "",
     model: str = "",
+    wordpiece_score: str = "",
     detach: bool = False,
 ) -> int:
     """Start a training job on the server and follow it with a progress bar on stderr.
@@ -402,6 +403,7 @@ def run_remote_train(
             pattern=pattern,
             corpus_path=corpus_path,
             model=model,
+            wordpiece_score=wordpiece_score,
         )
         if detach:
             _emit_job(args, handle.job)

@@ -29,6 +29,7 @@ from tokend.core.train import TrainResult, TrainStats, train_bpe
 from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
 from tokend.core.training.kinds import DEFAULT_MODEL
 from tokend.core.training.objects import is_s3_url
+from tokend.core.training.wordpiece import DEFAULT_SCORE, SCORES
 
 DESCRIPTION = """\
 Train a tokenizer on UTF-8 text files: byte-level BPE (the default), char, word-bpe, wordpiece
@@ -63,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--pattern", default=DEFAULT_TRAIN_PATTERN, metavar="NAME|REGEX",
                         help=f"byte-bpe: gpt2, cl100k, o200k or a regex "
                         f"(default {DEFAULT_TRAIN_PATTERN})")
+    parser.add_argument("--wordpiece-score", choices=SCORES, metavar="{" + ",".join(SCORES) + "}",
+                        help=f"wordpiece: the merge criterion (default {DEFAULT_SCORE}, the "
+                        "likelihood gain; count: the most frequent pair, as HF's trainer)")
     parser.add_argument("--name", required=True, help="tokenizer name in the registry")
     parser.add_argument("--registry", metavar="DIR|URL",
                         help="registry folder or s3://bucket/prefix (env TOKEND_REGISTRY, "
@@ -87,6 +91,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.wordpiece_score is not None and args.model != "wordpiece":
+        return _fail(args, "INVALID_ARGUMENT",
+                     f"--wordpiece-score applies to --model wordpiece only, not --model "
+                     f"{args.model}")
     if args.target is not None:
         if len(args.corpus) != 1:
             return _fail(args, "INVALID_ARGUMENT", "remote training takes exactly one corpus file")
@@ -98,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             special_tokens=args.special,
             pattern=args.pattern,
             model=args.model,
+            wordpiece_score=args.wordpiece_score or "",
             detach=args.detach,
         )
     try:
@@ -125,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                     args.special,
                     model=args.model,
                     pattern=args.pattern,
+                    wordpiece_score=args.wordpiece_score,
                     workers=args.workers,
                     progress=bar.update if bar else None,
                 )
@@ -132,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             if bar:
                 bar.close()
         corpus_info = _corpus_info(args.corpus, result.stats.bytes_read)
-        training = _training_info(result)
+        training = _training_info(result, args.wordpiece_score)
         output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges),
                                   "model": result.model}
         if args.out is not None:
@@ -194,7 +204,9 @@ def _corpus_info(names: list[str], bytes_read: int) -> dict[str, object]:
     return {"sha256": digest.hexdigest(), "bytes": total, "files": [p.name for p in paths]}
 
 
-def _training_info(result: TrainResult | TrainedTokenizer) -> dict[str, object]:
+def _training_info(
+    result: TrainResult | TrainedTokenizer, wordpiece_score: str | None
+) -> dict[str, object]:
     info: dict[str, object] = {
         "model": result.model,
         "vocab_size": result.vocab_size,
@@ -203,6 +215,8 @@ def _training_info(result: TrainResult | TrainedTokenizer) -> dict[str, object]:
     }
     if isinstance(result, TrainResult):
         info["pattern_name"] = result.pattern_name
+    if result.model == "wordpiece":
+        info["wordpiece_score"] = wordpiece_score or DEFAULT_SCORE
     return info
 
 

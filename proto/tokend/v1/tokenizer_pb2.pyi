@@ -1147,6 +1147,7 @@ class TrainConfig(_message.Message):
     PATTERN_FIELD_NUMBER: _builtins.int
     CORPUS_PATH_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    WORDPIECE_SCORE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Registry name to publish the result under (a new version of it)."""
     vocab_size: _builtins.int
@@ -1159,6 +1160,11 @@ class TrainConfig(_message.Message):
     """The tokenizer kind: "byte-bpe" (the default, also when empty), "char", "word-bpe",
     "wordpiece" or "unigram". vocab_size counts every id; pattern applies to byte-bpe only.
     """
+    wordpiece_score: _builtins.str
+    """WordPiece's merge criterion (model "wordpiece" only): "gain" (the likelihood gain, the
+    default, also when empty), "ratio" (count(ab) / (count(a) count(b))) or "count" (the most
+    frequent pair, as HF's WordPieceTrainer: its vocabulary). docs/training.md.
+    """
     @_builtins.property
     def special_tokens(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -1170,10 +1176,11 @@ class TrainConfig(_message.Message):
         pattern: _builtins.str = ...,
         corpus_path: _builtins.str = ...,
         model: _builtins.str = ...,
+        wordpiece_score: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["corpus_path", b"corpus_path", "model", b"model", "name", b"name", "pattern", b"pattern", "special_tokens", b"special_tokens", "vocab_size", b"vocab_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corpus_path", b"corpus_path", "model", b"model", "name", b"name", "pattern", b"pattern", "special_tokens", b"special_tokens", "vocab_size", b"vocab_size", "wordpiece_score", b"wordpiece_score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

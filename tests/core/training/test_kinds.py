@@ -107,9 +107,25 @@ class TestKinds:
         result = train_tokenizer(iter(["ab ab ab ab ac xy"]), 9, model="wordpiece")
         assert result.merges[0] == ("a", "##b")
 
+    def test_wordpiece_count_takes_the_most_frequent_pair(self) -> None:
+        """score "count" (HF's trainer): the most frequent pair, ties to the first seen."""
+        result = train_tokenizer(iter(["xy ab ab ab ab ac xy xy xy"]), 9, model="wordpiece",
+                                 wordpiece_score="count")
+        assert result.merges[0] == ("x", "##y")
+
     def test_wordpiece_score_is_checked(self) -> None:
-        with pytest.raises(InvalidInput, match="wordpiece_score 'pmi'"):
+        """An unknown score names the allowed ones and echoes a bounded prefix."""
+        with pytest.raises(InvalidInput, match=r"wordpiece_score 'pmi'.*gain, ratio, count"):
             train_tokenizer(iter(["x"]), 30, model="wordpiece", wordpiece_score="pmi")
+        with pytest.raises(InvalidInput) as info:
+            train_tokenizer(iter(["x"]), 30, model="wordpiece", wordpiece_score="p" * 10_000)
+        assert len(str(info.value)) < 400
+
+    @pytest.mark.parametrize("model", ["byte-bpe", "char", "word-bpe", "unigram"])
+    def test_wordpiece_score_only_for_wordpiece(self, model: str) -> None:
+        """A score for another kind would be ignored: refused instead."""
+        with pytest.raises(InvalidInput, match="applies to model wordpiece only"):
+            train_tokenizer(iter(["x"]), 300, model=model, wordpiece_score="count")
 
     def test_unknown_model_is_refused(self) -> None:
         with pytest.raises(InvalidInput, match="model 'bogus' is not a tokenizer kind"):

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.training import merge_kernel, train_tokenizer
-from tokend.core.training.wordpiece import _BertWords
+from tokend.core.training.wordpiece import SCORES, _BertWords
 
 
 @pytest.fixture(scope="module", autouse=True, params=["compiled", "python"])
@@ -90,7 +90,9 @@ def naive_wordpiece(words: dict[str, int], n: int, score: str) -> list[tuple[str
         if not pairs:
             break
         total = sum(symbols.values())
-        if score == "ratio":
+        if score == "count":  # HF's WordPieceTrainer: the most frequent pair
+            best = max(pairs, key=pairs.__getitem__)
+        elif score == "ratio":
             best = max(pairs, key=lambda p: pairs[p] / (symbols[p[0]] * symbols[p[1]]))
         else:
             best = max(pairs, key=lambda p: gain(pairs[p], symbols[p[0]], symbols[p[1]], total,
@@ -141,7 +143,7 @@ class TestAgainstReference:
         result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="word-bpe")
         assert result.merges == expected
 
-    @pytest.mark.parametrize("score", ["gain", "ratio"])
+    @pytest.mark.parametrize("score", SCORES)
     @settings(max_examples=int(os.environ.get("TOKEND_REF_EXAMPLES", "60")), deadline=None)
     @given(words=word_counts)
     def test_wordpiece_merges_equal_the_naive_loop(
@@ -154,7 +156,7 @@ class TestAgainstReference:
 
 
 class TestRealText:
-    @pytest.mark.parametrize("score", ["gain", "ratio"])
+    @pytest.mark.parametrize("score", SCORES)
     def test_wordpiece_on_real_words(self, score: str) -> None:
         """A real word distribution (most pairs parked under "gain"): 200 merges as naive."""
         path = Path(__file__).resolve().parents[2] / "fixtures" / "corpora" / "corpus.en"
