@@ -30,16 +30,16 @@ piece
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Literal, Protocol
+from typing import Protocol
 
 from tokend.core.cache import CacheInfo
 from tokend.core.engine.python import PythonEngine
+from tokend.core.kernels import KERNEL_NAMES, KernelName, pick
 
-EngineName = Literal["compiled", "python"]
-ENGINE_NAMES: tuple[EngineName, ...] = ("compiled", "python")
+EngineName = KernelName
+ENGINE_NAMES: tuple[EngineName, ...] = KERNEL_NAMES
 
 
 class Engine(Protocol):
@@ -81,13 +81,7 @@ except ImportError:  # built without a compiler: the pure-Python twin serves
     _compiled = None
 
 
-def _choose() -> EngineName:
-    if os.environ.get("TOKEND_ENGINE", "").strip().lower() == "python" or _compiled is None:
-        return "python"
-    return "compiled"
-
-
-ENGINE: EngineName = _choose()
+ENGINE: EngineName = pick(None, _compiled, "engine")
 COMPILED_AVAILABLE: bool = _compiled is not None
 
 
@@ -99,11 +93,7 @@ def default_engine() -> EngineName:
 def set_default_engine(name: EngineName) -> None:
     """Choose the default engine for encodings built from now on (tests and benchmarks)."""
     global _default  # noqa: PLW0603 (one process-wide default, like ENGINE)
-    if name not in ENGINE_NAMES:
-        raise ValueError(f"unknown engine {name!r}; choose one of {ENGINE_NAMES}")
-    if name == "compiled" and _compiled is None:
-        raise RuntimeError("the compiled engine was not built; reinstall with a C compiler")
-    _default = name
+    _default = pick(name, _compiled, "engine")
 
 
 def make_engine(
@@ -116,16 +106,12 @@ def make_engine(
     cache_entries: int,
 ) -> Engine:
     """A new engine (``name`` None: the default) over one encoding's tables."""
-    chosen = _default if name is None else name
-    if chosen == "compiled":
-        if _compiled is None:
-            raise RuntimeError("the compiled engine was not built; reinstall with a C compiler")
+    if (_default if name is None else pick(name, _compiled, "engine")) == "compiled":
+        assert _compiled is not None  # subtle: pick refuses "compiled" when it is not built
         compiled: Engine = _compiled.CompiledEngine(
             pat_str=pat_str, ranks=ranks, ids=ids, decoder=decoder, cache_entries=cache_entries
         )
         return compiled
-    if chosen != "python":
-        raise ValueError(f"unknown engine {chosen!r}; choose one of {ENGINE_NAMES}")
     return PythonEngine(
         pat_str=pat_str, ranks=ranks, ids=ids, decoder=decoder, cache_entries=cache_entries
     )

@@ -7,14 +7,14 @@ the compiled one (``_pair_merge.pyx``) is the default when the extension was bui
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import Literal, Protocol
+from typing import Protocol
 
+from tokend.core.kernels import KernelName, pick
 from tokend.core.training.pair_merge import Pair, PairMerger
 
-KernelName = Literal["compiled", "python"]
+__all__ = ["COMPILED_AVAILABLE", "KernelName", "Merger", "default_kernel", "make_merger"]
 
 _compiled: ModuleType | None
 try:
@@ -38,9 +38,7 @@ class Merger(Protocol):
 
 def default_kernel() -> KernelName:
     """``compiled`` when built, unless ``TOKEND_ENGINE=python``."""
-    if os.environ.get("TOKEND_ENGINE", "").strip().lower() == "python" or _compiled is None:
-        return "python"
-    return "compiled"
+    return pick(None, _compiled, "pair merger")
 
 
 def make_merger(
@@ -53,13 +51,8 @@ def make_merger(
     kernel: KernelName | None = None,
 ) -> Merger:
     """A merger over ``words`` (``kernel`` None: the default); arguments as ``PairMerger``'s."""
-    chosen = default_kernel() if kernel is None else kernel
-    if chosen not in ("compiled", "python"):
-        raise ValueError(f"unknown kernel {chosen!r}; choose 'compiled' or 'python'")
-    if chosen == "compiled":
-        if _compiled is None:
-            raise RuntimeError(
-                "the compiled pair merger was not built; reinstall with a C compiler")
+    if pick(kernel, _compiled, "pair merger") == "compiled":
+        assert _compiled is not None  # subtle: pick refuses "compiled" when it is not built
         built: Merger = _compiled.CompiledPairMerger(words, freqs, lengths, score=score,
                                                      check=check)
         return built

@@ -7,15 +7,16 @@ encoding engine obeys too).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Literal, Protocol
+from typing import Protocol
 
+from tokend.core.kernels import KernelName, pick
 from tokend.core.training.unigram_lattice import PyLattices
 from tokend.core.training.unigram_seed import PySubstrings, Substrings, Tick
 
-KernelName = Literal["compiled", "python"]
+__all__ = ["COMPILED_AVAILABLE", "KernelName", "Lattices", "default_kernel", "make_lattices",
+           "make_substrings"]
 
 _compiled: ModuleType | None
 try:
@@ -54,9 +55,7 @@ class Lattices(Protocol):
 
 def default_kernel() -> KernelName:
     """``compiled`` when built, unless ``TOKEND_ENGINE=python``."""
-    if os.environ.get("TOKEND_ENGINE", "").strip().lower() == "python" or _compiled is None:
-        return "python"
-    return "compiled"
+    return pick(None, _compiled, "Unigram kernel")
 
 
 def make_substrings(
@@ -85,12 +84,7 @@ def make_substrings(
 
 
 def _chosen(kernel: KernelName | None) -> KernelName:
-    chosen = default_kernel() if kernel is None else kernel
-    if chosen == "compiled" and _compiled is None:
-        raise RuntimeError("the compiled kernel was not built; reinstall with a C compiler")
-    if chosen not in ("compiled", "python"):
-        raise ValueError(f"unknown kernel {chosen!r}; choose 'compiled' or 'python'")
-    return chosen
+    return pick(kernel, _compiled, "Unigram kernel")
 
 
 def make_lattices(
