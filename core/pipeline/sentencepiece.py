@@ -86,7 +86,13 @@ class SentencePieceNormalizer(Normalizer):
                 return ""
         if self.add_dummy_prefix:
             normalized = " " + normalized
-        return normalized.replace(" ", SPACE) if self.escape_whitespaces else normalized
+        if not self.escape_whitespaces:
+            return normalized
+        normalized = normalized.replace(" ", SPACE)
+        # SentencePiece strips trailing *escaped* spaces, so a literal ▁ the charsmap leaves
+        # alone (nfkc_cf keeps it, nmt_nfkc maps it to " ") goes too at the end of the text,
+        # though not at its start or between words: "a▁" -> "▁a", "▁" -> "".
+        return normalized.rstrip(SPACE) if self.remove_extra_whitespaces else normalized
 
 
     def normalize_aligned(self, text: str, align: Align, base: int) -> tuple[str, Align]:

@@ -73,6 +73,13 @@ class TestTrainedSentencePiece:
         for text in [*SAMPLES.values(), "\n".join(SAMPLES.values()), "<tool>ab<ctl> x"]:
             check(config, text)
 
+    def test_a_typed_space_mark_matches_sentencepiece(self, config: str) -> None:
+        """U+2581 in the input: kept at the start and between words, stripped at the end
+        (under nfkc_cf, whose charsmap leaves it alone; hypothesis found "▁" -> [▁, ▁])."""
+        for text in ["\u2581", "a\u2581", "\u2581\u2581a", "x\u2581\u2581y", " \u2581 ", "a \u2581",
+                     "\u2581a\u2581 b\u2581\u2581"]:
+            check(config, text)
+
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(text=st.one_of(random_text, tricky_text))
     def test_random_unicode_matches_sentencepiece(self, config: str, text: str) -> None:
