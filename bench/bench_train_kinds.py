@@ -28,7 +28,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 from tokend.core.training import TrainedTokenizer, train_tokenizer
-from tokend.core.training.wordpiece import SCORES
+from tokend.core.training.kinds import WORDPIECE_SCORES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data" / "corpora"
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
             assert isinstance(hf, Tokenizer)
             hf_tpb = len(hf.encode(held).ids) / held_bytes
             rows = [("HF WordPieceTrainer", hf_tpb, hf_wall, hf_cpu)]
-            for score in SCORES:
+            for score in WORDPIECE_SCORES:
                 ours, wall, cpu = best_of(args.repeat, partial(
                     train_tokenizer, [train_path], vocab, model="wordpiece",
                     wordpiece_score=score))

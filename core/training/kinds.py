@@ -27,7 +27,6 @@ from tokend.core.train import (
     check_special_tokens,
     train_bpe,
 )
-from tokend.core.training.wordpiece import DEFAULT_SCORE, SCORES
 
 if TYPE_CHECKING:
     from tokend.core.training.result import TrainedTokenizer
@@ -56,19 +55,28 @@ def check_model(model: object) -> str:
     return model
 
 
+# WordPiece's merge criteria (see ``wordpiece``): "gain" (the likelihood gain, default),
+# "ratio" (count(ab) / (count(a) count(b)) alone) or "count" (count(ab), HF's trainer). Kept
+# here, not in ``wordpiece``, so the CLI and the server check a score without importing a
+# trainer (the kinds themselves are imported only when one trains).
+WORDPIECE_SCORES = ("gain", "ratio", "count")
+DEFAULT_WORDPIECE_SCORE = "gain"
+
+
 def check_wordpiece_score(score: object, model: str) -> str:
     """The WordPiece merge criterion for ``model``: ``score``, or the default when ``score`` is
     None or "" (``""`` for the other kinds, which take none).
 
-    InvalidInput naming ``wordpiece_score`` (bounded echo) for a score not in SCORES, or one
-    given for another model: it would be ignored, so the caller surely meant something else.
+    InvalidInput naming ``wordpiece_score`` (bounded echo) for a score not in
+    WORDPIECE_SCORES, or one given for another model: it would be ignored, so the caller
+    surely meant something else.
     """
     if score is None or score == "":
-        return DEFAULT_SCORE if model == "wordpiece" else ""
-    if not isinstance(score, str) or score not in SCORES:
+        return DEFAULT_WORDPIECE_SCORE if model == "wordpiece" else ""
+    if not isinstance(score, str) or score not in WORDPIECE_SCORES:
         raise InvalidInput(
             f"wordpiece_score {shown(str(score))} is not a WordPiece score; choose one of "
-            f"{', '.join(SCORES)}"
+            f"{', '.join(WORDPIECE_SCORES)}"
         )
     if model != "wordpiece":
         raise InvalidInput(

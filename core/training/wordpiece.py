@@ -31,17 +31,13 @@ from tokend.core.corpus import CorpusInput
 from tokend.core.pipeline.normalizers import BertNormalizer
 from tokend.core.pipeline.pre_tokenizers import BertPreTokenizer
 from tokend.core.train import Throttle
+from tokend.core.training.kinds import DEFAULT_WORDPIECE_SCORE
 from tokend.core.training.merge_kernel import make_merger
 from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 
 PREFIX = "##"
 MAX_INPUT_CHARS_PER_WORD = 100
-# The merge criteria: "gain" (the likelihood gain, default), "ratio" (count(ab) / (count(a)
-# count(b)) alone) or "count" (count(ab), HF's WordPieceTrainer). The one list: kinds.py, the
-# CLI and the server check against it.
-SCORES = ("gain", "ratio", "count")
-DEFAULT_SCORE = "gain"
 NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
               "strip_accents": None, "lowercase": True}
 
@@ -66,9 +62,9 @@ def train_wordpiece(
     *,
     unk_token: str,
     throttle: Throttle,
-    score: str = DEFAULT_SCORE,
+    score: str = DEFAULT_WORDPIECE_SCORE,
 ) -> TrainedTokenizer:
-    """Learn WordPiece merges by ``score`` (one of SCORES) on the corpus' BERT-normalized words."""
+    """Learn WordPiece merges by ``score`` (kinds.WORDPIECE_SCORES) on BERT-normalized words."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _BertWords(), throttle,
                           split_first=True)

@@ -27,9 +27,12 @@ from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
 from tokend.core.train import TrainResult, TrainStats, train_bpe
 from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
-from tokend.core.training.kinds import DEFAULT_MODEL
+from tokend.core.training.kinds import (
+    DEFAULT_MODEL,
+    DEFAULT_WORDPIECE_SCORE,
+    WORDPIECE_SCORES,
+)
 from tokend.core.training.objects import is_s3_url
-from tokend.core.training.wordpiece import DEFAULT_SCORE, SCORES
 
 DESCRIPTION = """\
 Train a tokenizer on UTF-8 text files: byte-level BPE (the default), char, word-bpe, wordpiece
@@ -64,9 +67,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--pattern", default=DEFAULT_TRAIN_PATTERN, metavar="NAME|REGEX",
                         help=f"byte-bpe: gpt2, cl100k, o200k or a regex "
                         f"(default {DEFAULT_TRAIN_PATTERN})")
-    parser.add_argument("--wordpiece-score", choices=SCORES, metavar="{" + ",".join(SCORES) + "}",
-                        help=f"wordpiece: the merge criterion (default {DEFAULT_SCORE}, the "
-                        "likelihood gain; count: the most frequent pair, as HF's trainer)")
+    parser.add_argument("--wordpiece-score", choices=WORDPIECE_SCORES,
+                        metavar="{" + ",".join(WORDPIECE_SCORES) + "}",
+                        help="wordpiece: the merge criterion (default "
+                        f"{DEFAULT_WORDPIECE_SCORE}, the likelihood gain; count: the most "
+                        "frequent pair, as HF's trainer)")
     parser.add_argument("--name", required=True, help="tokenizer name in the registry")
     parser.add_argument("--registry", metavar="DIR|URL",
                         help="registry folder or s3://bucket/prefix (env TOKEND_REGISTRY, "
@@ -216,7 +221,7 @@ def _training_info(
     if isinstance(result, TrainResult):
         info["pattern_name"] = result.pattern_name
     if result.model == "wordpiece":
-        info["wordpiece_score"] = wordpiece_score or DEFAULT_SCORE
+        info["wordpiece_score"] = wordpiece_score or DEFAULT_WORDPIECE_SCORE
     return info
 
 

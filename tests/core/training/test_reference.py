@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.training import merge_kernel, train_tokenizer
-from tokend.core.training.wordpiece import SCORES, _BertWords
+from tokend.core.training.kinds import WORDPIECE_SCORES
+from tokend.core.training.wordpiece import _BertWords
 
 
 @pytest.fixture(scope="module", autouse=True, params=["compiled", "python"])
@@ -143,7 +144,7 @@ class TestAgainstReference:
         result = train_tokenizer(iter([corpus_text(words)]), 10_000, model="word-bpe")
         assert result.merges == expected
 
-    @pytest.mark.parametrize("score", SCORES)
+    @pytest.mark.parametrize("score", WORDPIECE_SCORES)
     @settings(max_examples=int(os.environ.get("TOKEND_REF_EXAMPLES", "60")), deadline=None)
     @given(words=word_counts)
     def test_wordpiece_merges_equal_the_naive_loop(
@@ -156,7 +157,7 @@ class TestAgainstReference:
 
 
 class TestRealText:
-    @pytest.mark.parametrize("score", SCORES)
+    @pytest.mark.parametrize("score", WORDPIECE_SCORES)
     def test_wordpiece_on_real_words(self, score: str) -> None:
         """A real word distribution (most pairs parked under "gain"): 200 merges as naive."""
         path = Path(__file__).resolve().parents[2] / "fixtures" / "corpora" / "corpus.en"
