@@ -62,7 +62,7 @@ import grpc
 import grpc.aio
 
 from tokend.client import Client
-from tokend.client._convert import special_policy
+from tokend.client.requests import special_policy
 from tokend.server.config import ServerConfig
 from tokend.v1 import tokenizer_pb2 as pb
 

@@ -23,7 +23,7 @@ from typing import Any
 from baseline_server import BaselineService  # bench/ is the script's directory
 from bench_service import SIZES, TOKENIZER, make_texts
 
-from tokend.client._convert import special_policy
+from tokend.client.requests import special_policy
 from tokend.server.app import make_server
 from tokend.server.config import ServerConfig
 from tokend.server.interceptors import ServerState, TokendInterceptor

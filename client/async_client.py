@@ -1,5 +1,8 @@
 """The asyncio client (grpc.aio): the same methods as ``Client``, awaitable.
 
+A thin shell like ``Client``: each method takes its call from ``requests.py`` and awaits it
+with ``_unary`` or iterates it with ``_stream``.
+
 >>> async with AsyncClient("127.0.0.1:50051") as tok:    # doctest: +SKIP
 ...     (await tok.count_tokens("gpt-4o", "hello world")).total
 2
@@ -8,29 +11,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 from grpc import aio
 
-from tokend.client import _convert
-from tokend.client._convert import AllowedSpecial, CountInput, DisallowedSpecial, MessageLike
-from tokend.client.channel import (
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    TlsConfig,
-    channel_settings,
-)
+from tokend.client import requests
+from tokend.client.base import ClientBase
+from tokend.client.channel import ChannelSettings
+from tokend.client.chat import MessageLike
 from tokend.client.errors import error_from_rpc, job_outcome
+from tokend.client.requests import AllowedSpecial, CountInput, DisallowedSpecial, Stream, Unary
 from tokend.client.results import (
     CountResult,
     DecodeResult,
@@ -40,46 +32,22 @@ from tokend.client.results import (
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
-    TrainSpec,
     TruncateResult,
 )
-from tokend.client.sync_client import DEFAULT_TIMEOUT
-from tokend.v1 import tokenizer_pb2 as pb
+from tokend.client.streams import STREAM_CHUNK_CHARS, Corpus
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(ClientBase):
     """An asyncio tokend client over one ``grpc.aio`` channel; see ``Client`` for the options.
 
     Create it inside the running event loop (grpc.aio channels belong to one loop).
     """
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        tls: bool | TlsConfig | None = None,
-        token: str | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        options: Sequence[tuple[str, Any]] = (),
-        load_balancing: str | None = None,
-    ) -> None:
-        self.target = target
-        self.timeout = timeout
-        settings = channel_settings(
-            tls=tls,
-            token=token,
-            max_attempts=max_attempts,
-            max_message_bytes=max_message_bytes,
-            extra_options=options,
-            load_balancing=load_balancing,
-        )
-        self._metadata = settings.metadata
+    def _connect(self, target: str, settings: ChannelSettings) -> None:
         if settings.credentials is None:
             self._channel = aio.insecure_channel(target, options=settings.options)
         else:
@@ -106,18 +74,28 @@ class AsyncClient:
         except TimeoutError as err:
             raise TimeoutError(f"tokend at {self.target} not reachable within {timeout}s") from err
 
-    def _deadline(self, timeout: float | None) -> float | None:
-        return self.timeout if timeout is None else timeout
+    # -- the two ways to run a call ----------------------------------------------------------
 
-    async def _call(
-        self,
-        method: Callable[..., Awaitable[_Resp]],
-        request: _Req,
-        timeout: float | None,
-    ) -> _Resp:
-        """One unary call with the default deadline and metadata; RPC errors become typed."""
+    async def _unary(self, call: Unary[R], timeout: float | None) -> R:
+        """One response, read by the call's converter; RPC errors become typed."""
+        method = getattr(self._stub, call.rpc)
         try:
-            return await method(request, timeout=self._deadline(timeout), metadata=self._metadata)
+            response = await method(call.request, timeout=self._deadline(timeout),
+                                    metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return call.convert(response)
+
+    async def _stream(self, call: Stream[T], timeout: float | None) -> AsyncIterator[T]:
+        """The items of each response as it arrives; RPC errors become typed."""
+        deadline = self._deadline(timeout) if call.default_deadline else timeout
+        try:
+            responses = getattr(self._stub, call.rpc)(
+                call.request, timeout=deadline, metadata=self._metadata
+            )
+            async for response in responses:
+                for item in call.items(response):
+                    yield item
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
 
@@ -157,16 +135,12 @@ class AsyncClient:
         add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> list[EncodeResult]:
-        request = _convert.encode_request(
-            tokenizer,
-            texts,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            details=details,
+        """Encode several texts in one call; results are in the order of ``texts``."""
+        return await self._unary(requests.encode_batch(
+            tokenizer, texts, allowed_special=allowed_special,
+            disallowed_special=disallowed_special, details=details,
             add_special_tokens=add_special_tokens,
-        )
-        response = await self._call(self._stub.Encode, request, timeout)
-        return _convert.encode_results(response, details=details)
+        ), timeout)
 
     async def encode_stream(
         self,
@@ -175,38 +149,28 @@ class AsyncClient:
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
-        chunk_chars: int = _convert.STREAM_CHUNK_CHARS,
+        chunk_chars: int = STREAM_CHUNK_CHARS,
         timeout: float | None = None,
     ) -> AsyncIterator[int]:
         """Encode a long text sent in chunks; yields ids as they become final."""
-        policy = _convert.special_policy(allowed_special, disallowed_special)
-        chunks: Iterable[str] | AsyncIterable[str] = (
-            text if isinstance(text, AsyncIterable) else _convert.text_chunks(text, chunk_chars)
+        call = requests.encode_stream(
+            tokenizer, text, allowed_special=allowed_special,
+            disallowed_special=disallowed_special, chunk_chars=chunk_chars,
         )
-        requests = _convert.encode_stream_requests_async(tokenizer, chunks, policy)
-        try:
-            call = self._stub.EncodeStream(
-                requests, timeout=self._deadline(timeout), metadata=self._metadata
-            )
-            async for response in call:
-                for token_id in response.ids:
-                    yield token_id
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        async for token_id in self._stream(call, timeout):
+            yield token_id
 
     async def decode(
         self, tokenizer: str, ids: Sequence[int], *, timeout: float | None = None
     ) -> DecodeResult:
-        request = _convert.decode_request(tokenizer, ids)
-        response = await self._call(self._stub.Decode, request, timeout)
-        return _convert.decode_result(response)
+        """Decode ids: text (invalid UTF-8 replaced) and the exact bytes."""
+        return await self._unary(requests.decode(tokenizer, ids), timeout)
 
     async def decode_batch(
         self, tokenizer: str, batch: Sequence[Sequence[int]], *, timeout: float | None = None
     ) -> list[DecodeResult]:
-        request = _convert.decode_batch_request(tokenizer, batch)
-        response = await self._call(self._stub.Decode, request, timeout)
-        return _convert.decode_results(response)
+        """Decode several id sequences in one call."""
+        return await self._unary(requests.decode_batch(tokenizer, batch), timeout)
 
     async def count_tokens(
         self,
@@ -224,21 +188,12 @@ class AsyncClient:
         add_special_tokens: bool = False,
         timeout: float | None = None,
     ) -> CountResult:
-        request = _convert.count_request(
-            tokenizer,
-            text,
-            messages=messages,
-            plain_text=plain_text,
-            max_tokens=max_tokens,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            model=model,
-            tools=tools,
-            tool_choice=tool_choice,
-            add_special_tokens=add_special_tokens,
-        )
-        response = await self._call(self._stub.CountTokens, request, timeout)
-        return _convert.count_result(response)
+        """Count tokens of a text, a list of texts, or chat messages (see ``Client``)."""
+        return await self._unary(requests.count_tokens(
+            tokenizer, text, messages=messages, plain_text=plain_text, max_tokens=max_tokens,
+            allowed_special=allowed_special, disallowed_special=disallowed_special, model=model,
+            tools=tools, tool_choice=tool_choice, add_special_tokens=add_special_tokens,
+        ), timeout)
 
     async def truncate(
         self,
@@ -253,8 +208,9 @@ class AsyncClient:
         """``text`` cut to at most ``max_tokens`` tokens: keep the head, the tail, or both ends
         around ``marker`` (default "…", counted within the budget). Maximal: one more
         character would not fit."""
-        request = _convert.truncate_request(tokenizer, text, max_tokens, keep, marker)
-        return _convert.truncate_result(await self._call(self._stub.Truncate, request, timeout))
+        return await self._unary(
+            requests.truncate(tokenizer, text, max_tokens, keep=keep, marker=marker), timeout
+        )
 
     async def chunk(
         self,
@@ -267,16 +223,8 @@ class AsyncClient:
     ) -> list[TextChunk]:
         """``text`` in pieces of at most ``max_tokens`` tokens, overlapping by up to
         ``overlap`` tokens, cut at paragraph, sentence or word boundaries when possible."""
-        request = _convert.chunk_request(tokenizer, text, max_tokens, overlap)
-        pieces: list[TextChunk] = []
-        try:
-            call = self._stub.Chunk(request, timeout=self._deadline(timeout),
-                                    metadata=self._metadata)
-            async for response in call:
-                pieces.extend(_convert.text_chunks_of(response))
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        return pieces
+        call = requests.chunk(tokenizer, text, max_tokens, overlap=overlap)
+        return [piece async for piece in self._stream(call, timeout)]
 
     async def report(
         self,
@@ -289,29 +237,24 @@ class AsyncClient:
         """Compare ``tokenizers`` on ``texts`` (default: the server's parallel corpus, 20
         languages): bytes, characters and words per token, vocabulary used; with
         ``languages`` also each language's token cost relative to English."""
-        request = _convert.report_request(tokenizers, texts, languages)
-        return _convert.report_result(await self._call(self._stub.Report, request, timeout))
+        return await self._unary(requests.report(tokenizers, texts, languages=languages), timeout)
 
     # -- registry ----------------------------------------------------------------------------
 
     async def list_tokenizers(self, *, timeout: float | None = None) -> list[TokenizerSummary]:
-        response = await self._call(self._stub.ListTokenizers, pb.ListTokenizersRequest(), timeout)
-        return _convert.tokenizer_summaries(response)
+        return await self._unary(requests.list_tokenizers(), timeout)
 
     async def get_tokenizer(
         self, tokenizer: str, *, timeout: float | None = None
     ) -> TokenizerManifest:
-        response = await self._call(
-            self._stub.GetTokenizer, pb.GetTokenizerRequest(tokenizer=tokenizer), timeout
-        )
-        return _convert.tokenizer_manifest(response)
+        return await self._unary(requests.get_tokenizer(tokenizer), timeout)
 
     # -- training ----------------------------------------------------------------------------
 
     async def train(
         self,
         name: str,
-        corpus: _convert.Corpus | None = None,
+        corpus: Corpus | None = None,
         *,
         vocab_size: int,
         special_tokens: Sequence[str] = (),
@@ -322,43 +265,32 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> AsyncTrainHandle:
         """Start a training job (see ``Client.train``); returns once the corpus is sent."""
-        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model,
-                         wordpiece_score)
-        requests = _convert.train_requests(spec, corpus)
-        response = await self._call(self._stub.Train, requests, timeout)
-        return AsyncTrainHandle(self, _convert.train_job(response.job))
+        job = await self._unary(requests.train(
+            name, corpus, vocab_size=vocab_size, special_tokens=special_tokens, pattern=pattern,
+            corpus_path=corpus_path, model=model, wordpiece_score=wordpiece_score,
+        ), timeout)
+        return AsyncTrainHandle(self, job)
 
     async def train_job(self, job_id: str) -> AsyncTrainHandle:
+        """A handle on an existing job (e.g. started by another process)."""
         return AsyncTrainHandle(self, await self.get_train_job(job_id))
 
     async def get_train_job(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
-        response = await self._call(
-            self._stub.GetTrainJob, pb.GetTrainJobRequest(job_id=job_id), timeout
-        )
-        return _convert.train_job(response.job)
+        return await self._unary(requests.get_train_job(job_id), timeout)
 
     async def watch_train_job(
         self, job_id: str, *, timeout: float | None = None
     ) -> AsyncIterator[TrainJob]:
         """Progress snapshots until the job ends; no deadline unless ``timeout`` is given."""
-        try:
-            call = self._stub.WatchTrainJob(
-                pb.WatchTrainJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
-            )
-            async for response in call:
-                yield _convert.train_job(response.job)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        async for job in self._stream(requests.watch_train_job(job_id), timeout):
+            yield job
 
     async def cancel(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
-        response = await self._call(
-            self._stub.CancelTrainJob, pb.CancelTrainJobRequest(job_id=job_id), timeout
-        )
-        return _convert.train_job(response.job)
+        """Ask the server to cancel a job; returns its state after the request."""
+        return await self._unary(requests.cancel(job_id), timeout)
 
     async def list_train_jobs(self, *, timeout: float | None = None) -> list[TrainJob]:
-        response = await self._call(self._stub.ListTrainJobs, pb.ListTrainJobsRequest(), timeout)
-        return [_convert.train_job(job) for job in response.jobs]
+        return await self._unary(requests.list_train_jobs(), timeout)
 
 
 class AsyncTrainHandle:
@@ -376,6 +308,7 @@ class AsyncTrainHandle:
         return self.progress()
 
     async def progress(self, *, timeout: float | None = None) -> AsyncIterator[TrainJob]:
+        """Progress snapshots until the job ends; each one also updates ``self.job``."""
         if self.job.finished:
             yield self.job
             return

@@ -1,5 +1,8 @@
 """The blocking client: one reused channel, typed results, typed exceptions.
 
+A thin shell: each method takes its call from ``requests.py`` (the request, its RPC and the
+reader of its answer, shared with ``AsyncClient``) and runs it with ``_unary`` or ``_stream``.
+
 >>> with Client("127.0.0.1:50051") as tok:               # doctest: +SKIP
 ...     tok.encode("o200k_base", "hello world").ids
 [24912, 2375]
@@ -7,20 +10,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 
-from tokend.client import _convert
-from tokend.client._convert import AllowedSpecial, CountInput, DisallowedSpecial, MessageLike
-from tokend.client.channel import (
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    TlsConfig,
-    channel_settings,
-)
+from tokend.client import requests
+from tokend.client.base import ClientBase
+from tokend.client.channel import ChannelSettings
+from tokend.client.chat import MessageLike
 from tokend.client.errors import error_from_rpc, job_outcome
+from tokend.client.requests import AllowedSpecial, CountInput, DisallowedSpecial, Stream, Unary
 from tokend.client.results import (
     CountResult,
     DecodeResult,
@@ -30,19 +30,16 @@ from tokend.client.results import (
     TokenizerManifest,
     TokenizerSummary,
     TrainJob,
-    TrainSpec,
     TruncateResult,
 )
-from tokend.v1 import tokenizer_pb2 as pb
+from tokend.client.streams import STREAM_CHUNK_CHARS, Corpus
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
-
-DEFAULT_TIMEOUT = 30.0
+R = TypeVar("R")
+T = TypeVar("T")
 
 
-class Client:
+class Client(ClientBase):
     """A blocking tokend client over one channel (thread-safe; reuse it, close it when done).
 
     ``timeout`` is the default deadline of each call in seconds (None: no deadline; watching a
@@ -53,29 +50,7 @@ class Client:
     (``dns:///tokend-headless.NAMESPACE.svc:50051``); the default is gRPC's pick_first.
     """
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        tls: bool | TlsConfig | None = None,
-        token: str | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        options: Sequence[tuple[str, Any]] = (),
-        load_balancing: str | None = None,
-    ) -> None:
-        self.target = target
-        self.timeout = timeout
-        settings = channel_settings(
-            tls=tls,
-            token=token,
-            max_attempts=max_attempts,
-            max_message_bytes=max_message_bytes,
-            extra_options=options,
-            load_balancing=load_balancing,
-        )
-        self._metadata = settings.metadata
+    def _connect(self, target: str, settings: ChannelSettings) -> None:
         if settings.credentials is None:
             self._channel = grpc.insecure_channel(target, options=settings.options)
         else:
@@ -102,18 +77,27 @@ class Client:
         except grpc.FutureTimeoutError as err:
             raise TimeoutError(f"tokend at {self.target} not reachable within {timeout}s") from err
 
-    def _call(
-        self,
-        method: Callable[..., _Resp],
-        request: _Req,
-        timeout: float | None,
-    ) -> _Resp:
+    # -- the two ways to run a call ----------------------------------------------------------
+
+    def _unary(self, call: Unary[R], timeout: float | None) -> R:
+        """One response, read by the call's converter; RPC errors become typed."""
+        method = getattr(self._stub, call.rpc)
         try:
-            return method(
-                request,
-                timeout=self.timeout if timeout is None else timeout,
-                metadata=self._metadata,
+            response = method(call.request, timeout=self._deadline(timeout),
+                              metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return call.convert(response)
+
+    def _stream(self, call: Stream[T], timeout: float | None) -> Iterator[T]:
+        """The items of each response as it arrives; RPC errors become typed."""
+        deadline = self._deadline(timeout) if call.default_deadline else timeout
+        try:
+            responses = getattr(self._stub, call.rpc)(
+                call.request, timeout=deadline, metadata=self._metadata
             )
+            for response in responses:
+                yield from call.items(response)
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
 
@@ -153,16 +137,11 @@ class Client:
         timeout: float | None = None,
     ) -> list[EncodeResult]:
         """Encode several texts in one call; results are in the order of ``texts``."""
-        request = _convert.encode_request(
-            tokenizer,
-            texts,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            details=details,
+        return self._unary(requests.encode_batch(
+            tokenizer, texts, allowed_special=allowed_special,
+            disallowed_special=disallowed_special, details=details,
             add_special_tokens=add_special_tokens,
-        )
-        response = self._call(self._stub.Encode, request, timeout)
-        return _convert.encode_results(response, details=details)
+        ), timeout)
 
     def encode_stream(
         self,
@@ -171,41 +150,29 @@ class Client:
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
-        chunk_chars: int = _convert.STREAM_CHUNK_CHARS,
+        chunk_chars: int = STREAM_CHUNK_CHARS,
         timeout: float | None = None,
     ) -> Iterator[int]:
         """Encode a text larger than one message: a str (cut into chunks) or an iterable of
         chunks (any boundaries). Ids arrive as soon as the server knows they are final and equal
         one ``encode`` of the whole text.
         """
-        policy = _convert.special_policy(allowed_special, disallowed_special)
-        requests = _convert.encode_stream_requests(
-            tokenizer, _convert.text_chunks(text, chunk_chars), policy
-        )
-        try:
-            responses = self._stub.EncodeStream(
-                requests,
-                timeout=self.timeout if timeout is None else timeout,
-                metadata=self._metadata,
-            )
-            for response in responses:
-                yield from response.ids
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        yield from self._stream(requests.encode_stream(
+            tokenizer, text, allowed_special=allowed_special,
+            disallowed_special=disallowed_special, chunk_chars=chunk_chars,
+        ), timeout)
 
     def decode(
         self, tokenizer: str, ids: Sequence[int], *, timeout: float | None = None
     ) -> DecodeResult:
         """Decode ids: text (invalid UTF-8 replaced) and the exact bytes."""
-        request = _convert.decode_request(tokenizer, ids)
-        return _convert.decode_result(self._call(self._stub.Decode, request, timeout))
+        return self._unary(requests.decode(tokenizer, ids), timeout)
 
     def decode_batch(
         self, tokenizer: str, batch: Sequence[Sequence[int]], *, timeout: float | None = None
     ) -> list[DecodeResult]:
         """Decode several id sequences in one call."""
-        request = _convert.decode_batch_request(tokenizer, batch)
-        return _convert.decode_results(self._call(self._stub.Decode, request, timeout))
+        return self._unary(requests.decode_batch(tokenizer, batch), timeout)
 
     def count_tokens(
         self,
@@ -227,20 +194,11 @@ class Client:
         ``plain_text``). With ``max_tokens``, ``fits`` and ``remaining`` answer "does it fit".
         Special-token text counts as plain text by default, so counting never fails on it.
         """
-        request = _convert.count_request(
-            tokenizer,
-            text,
-            messages=messages,
-            plain_text=plain_text,
-            max_tokens=max_tokens,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            model=model,
-            tools=tools,
-            tool_choice=tool_choice,
-            add_special_tokens=add_special_tokens,
-        )
-        return _convert.count_result(self._call(self._stub.CountTokens, request, timeout))
+        return self._unary(requests.count_tokens(
+            tokenizer, text, messages=messages, plain_text=plain_text, max_tokens=max_tokens,
+            allowed_special=allowed_special, disallowed_special=disallowed_special, model=model,
+            tools=tools, tool_choice=tool_choice, add_special_tokens=add_special_tokens,
+        ), timeout)
 
     def truncate(
         self,
@@ -255,8 +213,9 @@ class Client:
         """``text`` cut to at most ``max_tokens`` tokens: keep the head, the tail, or both ends
         around ``marker`` (default "…", counted within the budget). Maximal: one more
         character would not fit."""
-        request = _convert.truncate_request(tokenizer, text, max_tokens, keep, marker)
-        return _convert.truncate_result(self._call(self._stub.Truncate, request, timeout))
+        return self._unary(
+            requests.truncate(tokenizer, text, max_tokens, keep=keep, marker=marker), timeout
+        )
 
     def chunk(
         self,
@@ -282,13 +241,9 @@ class Client:
         timeout: float | None = None,
     ) -> Iterator[TextChunk]:
         """The pieces as the server streams them."""
-        request = _convert.chunk_request(tokenizer, text, max_tokens, overlap)
-        try:
-            deadline = self.timeout if timeout is None else timeout
-            for response in self._stub.Chunk(request, timeout=deadline, metadata=self._metadata):
-                yield from _convert.text_chunks_of(response)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        yield from self._stream(
+            requests.chunk(tokenizer, text, max_tokens, overlap=overlap), timeout
+        )
 
     def report(
         self,
@@ -301,25 +256,22 @@ class Client:
         """Compare ``tokenizers`` on ``texts`` (default: the server's parallel corpus, 20
         languages): bytes, characters and words per token, vocabulary used; with
         ``languages`` also each language's token cost relative to English."""
-        request = _convert.report_request(tokenizers, texts, languages)
-        return _convert.report_result(self._call(self._stub.Report, request, timeout))
+        return self._unary(requests.report(tokenizers, texts, languages=languages), timeout)
 
     # -- registry ----------------------------------------------------------------------------
 
     def list_tokenizers(self, *, timeout: float | None = None) -> list[TokenizerSummary]:
-        response = self._call(self._stub.ListTokenizers, pb.ListTokenizersRequest(), timeout)
-        return _convert.tokenizer_summaries(response)
+        return self._unary(requests.list_tokenizers(), timeout)
 
     def get_tokenizer(self, tokenizer: str, *, timeout: float | None = None) -> TokenizerManifest:
-        request = pb.GetTokenizerRequest(tokenizer=tokenizer)
-        return _convert.tokenizer_manifest(self._call(self._stub.GetTokenizer, request, timeout))
+        return self._unary(requests.get_tokenizer(tokenizer), timeout)
 
     # -- training ----------------------------------------------------------------------------
 
     def train(
         self,
         name: str,
-        corpus: _convert.Corpus | None = None,
+        corpus: Corpus | None = None,
         *,
         vocab_size: int,
         special_tokens: Sequence[str] = (),
@@ -338,41 +290,31 @@ class Client:
         ``wordpiece_score`` WordPiece's merge criterion ("gain" when "", "ratio", "count").
         Progress: iterate the handle; the published reference: ``result()``.
         """
-        spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model,
-                         wordpiece_score)
-        requests = _convert.train_requests(spec, corpus)
-        response = self._call(self._stub.Train, requests, timeout)
-        return TrainHandle(self, _convert.train_job(response.job))
+        job = self._unary(requests.train(
+            name, corpus, vocab_size=vocab_size, special_tokens=special_tokens, pattern=pattern,
+            corpus_path=corpus_path, model=model, wordpiece_score=wordpiece_score,
+        ), timeout)
+        return TrainHandle(self, job)
 
     def train_job(self, job_id: str) -> TrainHandle:
         """A handle on an existing job (e.g. started by another process)."""
         return TrainHandle(self, self.get_train_job(job_id))
 
     def get_train_job(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
-        request = pb.GetTrainJobRequest(job_id=job_id)
-        return _convert.train_job(self._call(self._stub.GetTrainJob, request, timeout).job)
+        return self._unary(requests.get_train_job(job_id), timeout)
 
     def watch_train_job(self, job_id: str, *, timeout: float | None = None) -> Iterator[TrainJob]:
         """Progress snapshots until the job ends (the last one is final). No deadline unless
         ``timeout`` is given: training can take a while.
         """
-        request = pb.WatchTrainJobRequest(job_id=job_id)
-        try:
-            for response in self._stub.WatchTrainJob(
-                request, timeout=timeout, metadata=self._metadata
-            ):
-                yield _convert.train_job(response.job)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+        yield from self._stream(requests.watch_train_job(job_id), timeout)
 
     def cancel(self, job_id: str, *, timeout: float | None = None) -> TrainJob:
         """Ask the server to cancel a job; returns its state after the request."""
-        request = pb.CancelTrainJobRequest(job_id=job_id)
-        return _convert.train_job(self._call(self._stub.CancelTrainJob, request, timeout).job)
+        return self._unary(requests.cancel(job_id), timeout)
 
     def list_train_jobs(self, *, timeout: float | None = None) -> list[TrainJob]:
-        response = self._call(self._stub.ListTrainJobs, pb.ListTrainJobsRequest(), timeout)
-        return [_convert.train_job(job) for job in response.jobs]
+        return self._unary(requests.list_train_jobs(), timeout)
 
 
 class TrainHandle:

@@ -1,0 +1,200 @@
+"""Response messages -> the result dataclasses of ``results.py``, one function per RPC.
+
+Shared by the sync and async clients (through ``calls.py``): the only place a response
+message is read, so both clients return equal results for equal responses.
+"""
+
+from __future__ import annotations
+
+from tokend.client.results import (
+    CountResult,
+    DecodeResult,
+    EncodeResult,
+    JobState,
+    ReportLanguage,
+    ReportResult,
+    ReportTokenizer,
+    TextChunk,
+    TokenDetail,
+    TokenizerManifest,
+    TokenizerSummary,
+    TrainJob,
+    TruncateResult,
+)
+from tokend.v1 import tokenizer_pb2 as pb
+
+_JOB_STATES: dict[int, JobState] = {
+    pb.TRAIN_JOB_STATE_UNSPECIFIED: JobState.UNSPECIFIED,
+    pb.TRAIN_JOB_STATE_QUEUED: JobState.QUEUED,
+    pb.TRAIN_JOB_STATE_RUNNING: JobState.RUNNING,
+    pb.TRAIN_JOB_STATE_SUCCEEDED: JobState.SUCCEEDED,
+    pb.TRAIN_JOB_STATE_FAILED: JobState.FAILED,
+    pb.TRAIN_JOB_STATE_CANCELLED: JobState.CANCELLED,
+}
+
+
+def encode_results(response: pb.EncodeResponse, *, details: bool) -> list[EncodeResult]:
+    """One result per text; ``details`` None unless they were asked for."""
+    return [
+        EncodeResult(
+            tokenizer=response.tokenizer,
+            ids=list(result.ids),
+            details=[
+                TokenDetail(d.id, bytes(d.piece), d.start, d.end, d.special) for d in result.details
+            ]
+            if details
+            else None,
+        )
+        for result in response.results
+    ]
+
+
+def stream_ids(response: pb.EncodeStreamResponse) -> list[int]:
+    """The ids one EncodeStream message makes final."""
+    return list(response.ids)
+
+
+def decode_result(response: pb.DecodeResponse) -> DecodeResult:
+    return DecodeResult(response.tokenizer, response.text, bytes(response.data))
+
+
+def decode_results(response: pb.DecodeResponse) -> list[DecodeResult]:
+    return [DecodeResult(response.tokenizer, r.text, bytes(r.data)) for r in response.results]
+
+
+def count_result(response: pb.CountTokensResponse) -> CountResult:
+    return CountResult(
+        tokenizer=response.tokenizer,
+        counts=list(response.counts),
+        messages_count=response.messages_count,
+        total=response.total,
+        fits=response.fits,
+        remaining=response.remaining,
+        exact=response.exact,
+        estimate_reason=response.estimate_reason,
+        chat_rule=response.chat_rule,
+        tools_count=response.tools_count,
+        images_count=response.images_count,
+        model=response.model,
+        context_window=response.context_window,
+        max_output_tokens=response.max_output_tokens,
+    )
+
+
+def truncate_result(response: pb.TruncateResponse) -> TruncateResult:
+    return TruncateResult(
+        tokenizer=response.tokenizer, text=response.text, ids=list(response.ids),
+        count=response.count, truncated=response.truncated, head_chars=response.head_chars,
+        tail_chars=response.tail_chars, exact=response.exact,
+        estimate_reason=response.estimate_reason,
+    )
+
+
+def text_chunks_of(response: pb.ChunkResponse) -> list[TextChunk]:
+    """The pieces one Chunk message carries."""
+    return [
+        TextChunk(index=c.index, text=c.text, start=c.start, end=c.end,
+                  byte_start=c.byte_start, byte_end=c.byte_end, count=c.count,
+                  exact=c.exact, estimate_reason=c.estimate_reason)
+        for c in response.chunks
+    ]
+
+
+def report_result(response: pb.ReportResponse) -> ReportResult:
+    return ReportResult(
+        texts_source=response.texts_source,
+        tokenizers=[
+            ReportTokenizer(
+                tokenizer=t.tokenizer, n_vocab=t.n_vocab, texts=t.texts, bytes=t.bytes,
+                chars=t.chars, words=t.words, tokens=t.tokens, distinct_tokens=t.distinct_tokens,
+                bytes_per_token=t.bytes_per_token, chars_per_token=t.chars_per_token,
+                tokens_per_word=t.tokens_per_word, vocab_used=t.vocab_used,
+            )
+            for t in response.tokenizers
+        ],
+        languages=[
+            ReportLanguage(
+                tokenizer=row.tokenizer, language=row.language, name=row.name, bytes=row.bytes,
+                tokens=row.tokens, relative=row.relative, bytes_per_token=row.bytes_per_token,
+            )
+            for row in response.languages
+        ],
+    )
+
+
+# -- Registry -----------------------------------------------------------------------------------
+
+
+def tokenizer_summaries(response: pb.ListTokenizersResponse) -> list[TokenizerSummary]:
+    return [
+        TokenizerSummary(
+            name=t.name,
+            builtin=t.builtin,
+            versions=list(t.versions),
+            latest_version=t.latest_version,
+            aliases=dict(t.aliases),
+            vocab_size=t.vocab_size,
+        )
+        for t in response.tokenizers
+    ]
+
+
+def tokenizer_manifest(response: pb.GetTokenizerResponse) -> TokenizerManifest:
+    m = response.manifest
+    return TokenizerManifest(
+        name=m.name,
+        version=m.version,
+        ref=m.ref,
+        builtin=m.builtin,
+        vocab_size=m.vocab_size,
+        pattern=m.pattern,
+        special_tokens=dict(m.special_tokens),
+        sha256=dict(m.sha256),
+        training=TokenizerManifest.parse_training(m.training_json),
+        created_at=m.created_at,
+        versions=list(m.versions),
+        aliases=dict(m.aliases),
+    )
+
+
+# -- Training -----------------------------------------------------------------------------------
+
+
+def train_job(job: pb.TrainJob) -> TrainJob:
+    return TrainJob(
+        job_id=job.job_id,
+        name=job.config.name,
+        vocab_size=job.config.vocab_size,
+        special_tokens=list(job.config.special_tokens),
+        pattern=job.config.pattern,
+        corpus_path=job.config.corpus_path,
+        state=_JOB_STATES.get(job.state, JobState.UNSPECIFIED),
+        phase=job.phase,
+        done=job.done,
+        total=job.total,
+        rate=job.rate,
+        eta_seconds=job.eta_seconds,
+        published=job.published,
+        error=job.error,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        corpus_bytes=job.corpus_bytes,
+        model=job.config.model or "byte-bpe",
+        wordpiece_score=job.config.wordpiece_score,
+    )
+
+
+def job_of(
+    response: pb.TrainResponse | pb.GetTrainJobResponse | pb.CancelTrainJobResponse,
+) -> TrainJob:
+    """The job snapshot a Train / GetTrainJob / CancelTrainJob answer carries."""
+    return train_job(response.job)
+
+
+def jobs_of(response: pb.WatchTrainJobResponse) -> list[TrainJob]:
+    """The snapshot one WatchTrainJob message carries (as a stream's items)."""
+    return [train_job(response.job)]
+
+
+def train_jobs(response: pb.ListTrainJobsResponse) -> list[TrainJob]:
+    return [train_job(job) for job in response.jobs]
