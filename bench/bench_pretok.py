@@ -23,13 +23,13 @@ from collections.abc import Callable
 from texts import build_mixed, load_shakespeare  # bench/ is the script's directory
 
 from tokend.core.engine._compiled import PretokenCounter, count_pretokens, pretokenize
-from tokend.core.patterns import CL100K_PATTERN, O200K_PATTERN
-from tokend.core.pretokenize import (
+from tokend.core.engine.pretokenize import (
     R50K_PATTERN,
     SCANNER_KINDS,
     compile_ascii_pattern,
     compile_pattern,
 )
+from tokend.core.patterns import CL100K_PATTERN, O200K_PATTERN
 
 PATTERNS = {"o200k": O200K_PATTERN, "cl100k": CL100K_PATTERN, "r50k": R50K_PATTERN}
 

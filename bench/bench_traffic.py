@@ -209,7 +209,7 @@ lib, name, fill = sys.argv[1], sys.argv[2], sys.argv[3] == "fill"
 text = open({corpus!r}, encoding="utf-8").read()
 if not fill:
     text = text[:1_000_000]
-import tiktoken, tokend.core.encoding  # the libraries' code is not the encoding's memory
+import tiktoken, tokend.core.engine.encoding  # the libraries' code is not the encoding's memory
 base = rss_kb()
 if lib == "tiktoken":
     from tiktoken_offline import load_tiktoken

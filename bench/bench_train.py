@@ -36,7 +36,7 @@ def run_one(trainer: str, path: str, vocab_size: int) -> dict[str, object]:
     phases: dict[str, float] = {}
     merges = 0
     if trainer == "tokend":
-        from tokend.core.train import train_bpe  # noqa: PLC0415 (RSS of this trainer only)
+        from tokend.core.training.byte_bpe import train_bpe  # noqa: PLC0415 (RSS of this trainer only)
 
         def progress(phase: str, done: int, total: int) -> None:
             # the first report after counting: the counting workers have been reaped

@@ -38,7 +38,7 @@ RAY = Path(sys.executable).parent / "ray"
 
 def run_one(counter: str, files: list[str], vocab: int, address: str) -> dict[str, object]:
     """Train once in this process; timings, CPU and peak RSS (MB) as JSON-ready values."""
-    from tokend.core.train import train_bpe  # noqa: PLC0415 (RSS of the trainer only)
+    from tokend.core.training.byte_bpe import train_bpe  # noqa: PLC0415 (RSS of the trainer only)
 
     start = time.perf_counter()
     cpu = cpu_seconds()

@@ -40,7 +40,7 @@ from typing import Any
 import grpc
 
 from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
+from tokend.core.training.byte_bpe import train_bpe
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 

@@ -23,14 +23,6 @@ from tokend.core.errors import (
 )
 
 if TYPE_CHECKING:
-    from tokend.core.builtins import (
-        BUILTIN_NAMES,
-        encoding_for_model,
-        encoding_name_for_model,
-        get_encoding,
-        list_encoding_names,
-    )
-    from tokend.core.cache import CacheInfo
     from tokend.core.counting import (
         ChatCount,
         Chunk,
@@ -41,9 +33,17 @@ if TYPE_CHECKING:
         count_chat,
         truncate,
     )
-    from tokend.core.encoding import Encoding
     from tokend.core.engine import ENGINE
-    from tokend.core.hf_format import read_hf_tokenizer_json, write_hf_tokenizer_json
+    from tokend.core.engine.builtins import (
+        BUILTIN_NAMES,
+        encoding_for_model,
+        encoding_name_for_model,
+        get_encoding,
+        list_encoding_names,
+    )
+    from tokend.core.engine.cache import CacheInfo
+    from tokend.core.engine.encoding import Encoding
+    from tokend.core.formats.hf_bpe import read_hf_tokenizer_json, write_hf_tokenizer_json
     from tokend.core.registry import (
         Problem,
         Registry,
@@ -52,14 +52,14 @@ if TYPE_CHECKING:
         TokenizerInfo,
         VersionInfo,
     )
-    from tokend.core.train import TrainResult, TrainStats, train_bpe
     from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
+    from tokend.core.training.byte_bpe import TrainResult, TrainStats, train_bpe
 
 # Everything but the errors loads on first use (PEP 562), so that `import tokend.core.errors`
 # (the client's only dependency on core) does not pull in the encoder, trainer and registry.
 _LAZY: dict[str, str] = {
-    "BUILTIN_NAMES": "tokend.core.builtins",
-    "CacheInfo": "tokend.core.cache",
+    "BUILTIN_NAMES": "tokend.core.engine.builtins",
+    "CacheInfo": "tokend.core.engine.cache",
     "ChatCount": "tokend.core.counting",
     "Chunk": "tokend.core.counting",
     "ModelCatalogue": "tokend.core.counting",
@@ -69,25 +69,25 @@ _LAZY: dict[str, str] = {
     "count_chat": "tokend.core.counting",
     "truncate": "tokend.core.counting",
     "ENGINE": "tokend.core.engine",
-    "Encoding": "tokend.core.encoding",
+    "Encoding": "tokend.core.engine.encoding",
     "Problem": "tokend.core.registry",
     "Registry": "tokend.core.registry",
     "ResolvedRef": "tokend.core.registry",
     "TokenizerData": "tokend.core.registry",
     "TokenizerInfo": "tokend.core.registry",
     "MODEL_KINDS": "tokend.core.training",
-    "TrainResult": "tokend.core.train",
+    "TrainResult": "tokend.core.training.byte_bpe",
     "TrainedTokenizer": "tokend.core.training",
-    "TrainStats": "tokend.core.train",
+    "TrainStats": "tokend.core.training.byte_bpe",
     "VersionInfo": "tokend.core.registry",
-    "encoding_for_model": "tokend.core.builtins",
-    "encoding_name_for_model": "tokend.core.builtins",
-    "get_encoding": "tokend.core.builtins",
-    "list_encoding_names": "tokend.core.builtins",
-    "read_hf_tokenizer_json": "tokend.core.hf_format",
-    "train_bpe": "tokend.core.train",
+    "encoding_for_model": "tokend.core.engine.builtins",
+    "encoding_name_for_model": "tokend.core.engine.builtins",
+    "get_encoding": "tokend.core.engine.builtins",
+    "list_encoding_names": "tokend.core.engine.builtins",
+    "read_hf_tokenizer_json": "tokend.core.formats.hf_bpe",
+    "train_bpe": "tokend.core.training.byte_bpe",
     "train_tokenizer": "tokend.core.training",
-    "write_hf_tokenizer_json": "tokend.core.hf_format",
+    "write_hf_tokenizer_json": "tokend.core.formats.hf_bpe",
 }
 
 __all__ = [

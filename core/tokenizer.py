@@ -13,11 +13,11 @@ from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
 from tokend.core.errors import CorruptData
 
 if TYPE_CHECKING:
-    from tokend.core.encoding import Encoding
+    from tokend.core.engine.encoding import Encoding
     from tokend.core.registry import TokenizerData
 
 Special: TypeAlias = Literal["all"] | AbstractSet[str]
@@ -141,7 +141,7 @@ def build_tokenizer(data: TokenizerData, *, cache_entries: int | None = None) ->
     The one place a registry version becomes a tokenizer: ``Registry.load``, the server's
     table and the CLI all call it.
     """
-    from tokend.core.encoding import Encoding  # noqa: PLC0415 - keeps the client import light
+    from tokend.core.engine.encoding import Encoding  # noqa: PLC0415 - keeps the client import light
     from tokend.core.formats.files import load_file  # noqa: PLC0415
 
     name = data.resolved.ref

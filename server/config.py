@@ -15,7 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.registry.store import check_location, url_scheme
 from tokend.server.executor import LONG_CALL_SECONDS
 

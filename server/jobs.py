@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core.errors import CorruptData, InvalidInput, UnknownJob, shown
-from tokend.core.locking import file_lock, try_lock
+from tokend.core.registry.locking import file_lock, try_lock
 from tokend.server.limits import check
 
 FORMAT_VERSION = 1

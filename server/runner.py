@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from tokend.core.errors import TokendError
-from tokend.core.locking import try_lock
+from tokend.core.registry.locking import try_lock
 from tokend.server import metrics
 from tokend.server.jobs import (
     FAILED,

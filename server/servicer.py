@@ -16,7 +16,6 @@ from typing import Any, Literal, TypeAlias
 
 import grpc
 
-from tokend.core.builtins import builtin_n_vocab
 from tokend.core.counting import (
     ModelCatalogue,
     ModelInfo,
@@ -27,6 +26,7 @@ from tokend.core.counting import (
 )
 from tokend.core.counting.chat import budget_fit
 from tokend.core.counting.truncation import Keep
+from tokend.core.engine.builtins import builtin_n_vocab
 from tokend.core.errors import (
     DisallowedSpecialToken,
     InvalidInput,

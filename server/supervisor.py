@@ -23,8 +23,8 @@ from pathlib import Path
 from types import FrameType
 
 from tokend.core.engine import ENGINE
-from tokend.core.locking import file_lock
 from tokend.core.registry import Registry
+from tokend.core.registry.locking import file_lock
 from tokend.server import metrics
 from tokend.server.config import ServerConfig
 from tokend.server.jobs import JobStore

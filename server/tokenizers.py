@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.errors import TokendError, UnknownTokenizer
 from tokend.core.registry import Registry, ResolvedRef
 from tokend.core.tokenizer import Tokenizer

@@ -21,8 +21,8 @@ from typing import Any
 
 from tokend.core.errors import Cancelled
 from tokend.core.registry import Registry, VersionInfo
-from tokend.core.train import TrainResult
 from tokend.core.training import TrainedTokenizer, train_tokenizer
+from tokend.core.training.byte_bpe import TrainResult
 from tokend.core.training.kinds import DEFAULT_MODEL
 from tokend.server.jobs import (
     CANCELLED,

@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 
-from tokend.core.builtins import list_encoding_names
+from tokend.core.engine.builtins import list_encoding_names
 from tokend.core.errors import (
     AlreadyExists,
     FailedPrecondition,

@@ -25,10 +25,11 @@ class TestLayout:
         registry stay unloaded (tokend.core exports them lazily)."""
         code = (
             "import sys, tokend.client, tokend.core\n"
-            "heavy = ('tokend.core.encoding', 'tokend.core.train', 'tokend.core.registry')\n"
+            "heavy = ('tokend.core.engine.encoding', 'tokend.core.training.byte_bpe',\n"
+            "         'tokend.core.registry')\n"
             "print(','.join(m for m in heavy if m in sys.modules))\n"
             "tokend.core.get_encoding  # and they still load on first use\n"
-            "print('tokend.core.builtins' in sys.modules)\n"
+            "print('tokend.core.engine.builtins' in sys.modules)\n"
         )
         assert run_fresh(code).split("\n")[:2] == ["", "True"]
 

@@ -1,11 +1,11 @@
 """Generate core/engine/_unicode_tables.h: per-code-point class bits for the compiled scanner.
 
 The compiled pretokenizer (core/engine/_pretok.pxi) must split text exactly like the ``regex``
-module running ``tokend.core.pretokenize.TIKTOKEN_COMPATIBLE``. So the tables are not taken from
-Unicode data files but probed from that very engine, with the very class expressions those
-patterns are built from: every code point 0..0x10FFFF but the surrogates (never in valid UTF-8)
-is tested against each class. A test regenerates the header and diffs it with the committed one,
-so the tables cannot drift from the installed ``regex`` module.
+module running ``tokend.core.engine.pretokenize.TIKTOKEN_COMPATIBLE``. So the tables are not
+taken from Unicode data files but probed from that very engine, with the very class expressions
+those patterns are built from: every code point 0..0x10FFFF but the surrogates (never in valid
+UTF-8) is tested against each class. A test regenerates the header and diffs it with the
+committed one, so the tables cannot drift from the installed ``regex`` module.
 
 The script also checks the relations between the classes that the scanner's shortcuts rely on
 (e.g. "letter" and "punctuation" never overlap) and stops if one fails.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import regex
 
-from tokend.core import pretokenize
+from tokend.core.engine import pretokenize
 
 HEADER = Path(__file__).resolve().parent.parent / "core" / "engine" / "_unicode_tables.h"
 COMMAND = ".venv/bin/python tools/gen_unicode_tables.py"
@@ -131,7 +131,7 @@ def render(bits: bytearray, folds: dict[int, str]) -> str:
         f"   Regenerate with: {COMMAND} */\n",
         "#ifndef TOKEND_UNICODE_TABLES_H\n#define TOKEND_UNICODE_TABLES_H\n\n",
         "/* Class bits of a code point, each probed with the class expression of\n"
-        "   tokend.core.pretokenize.TIKTOKEN_COMPATIBLE named here: */\n",
+        "   tokend.core.engine.pretokenize.TIKTOKEN_COMPATIBLE named here: */\n",
     ]
     out += [f"#define {name} {value}  /* {doc} */\n" for name, (value, _, doc) in CLASSES.items()]
     out += [

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.core.builtins import encoding_name_for_model, get_encoding
 from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
 from tokend.core.counting.harmony import DEFAULT_EFFORT, harmony_prompt
 from tokend.core.counting.images import DEFAULT_RULE, image_tokens
@@ -34,7 +33,8 @@ from tokend.core.counting.tools import (
     format_function_definitions,
     tool_choice_name,
 )
-from tokend.core.encoding import AllowedSpecial, DisallowedSpecial
+from tokend.core.engine.builtins import encoding_name_for_model, get_encoding
+from tokend.core.engine.special_tokens import AllowedSpecial, DisallowedSpecial
 from tokend.core.errors import InvalidInput, UnknownTokenizer
 from tokend.core.tokenizer import Tokenizer
 

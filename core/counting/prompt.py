@@ -5,7 +5,7 @@ tokenizer encodes the text between two special tokens as one run, so counting a 
 joining adjacent text pieces and encoding each run as ordinary text (special-token look-alikes in
 user text stay plain text), plus one token per special token.
 
->>> from tokend.core.builtins import get_encoding
+>>> from tokend.core.engine.builtins import get_encoding
 >>> p = Prompt()
 >>> p.special("<|start|>"); p.text("user"); p.special("<|message|>"); p.text("hi")
 >>> p.count(get_encoding("o200k_harmony"))
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tokend.core.builtins import get_encoding
+from tokend.core.engine.builtins import get_encoding
 from tokend.core.errors import InvalidInput
 from tokend.core.tokenizer import Tokenizer
 

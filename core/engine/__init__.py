@@ -16,7 +16,7 @@ segment
     Text between two special tokens (or the whole text); engines only ever see segments.
 safe point
     A single space with non-whitespace on both sides; no pretoken of the built-in patterns
-    crosses or looks past one (proof in ``tokend.core.pretokenize``).
+    crosses or looks past one (proof in ``tokend.core.engine.pretokenize``).
 chunk
     The text from one safe point to the next (the Python engine's cache key).
 block
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Protocol
 
-from tokend.core.cache import CacheInfo
+from tokend.core.engine.cache import CacheInfo
 from tokend.core.engine.python import PythonEngine
 from tokend.core.kernels import KERNEL_NAMES, KernelName, pick
 

@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from tokend.core.cache import CacheInfo
+from tokend.core.engine.cache import CacheInfo
 
 class CompiledEngine:
     name: Literal["compiled"]
@@ -21,7 +21,7 @@ class CompiledEngine:
     def decode_bytes(self, tokens: Sequence[int]) -> bytes: ...
     def cache_info(self) -> CacheInfo: ...
 
-# The pretokenizer (_pretok.pxi); ``kind`` is tokend.core.pretokenize.SCANNER_KINDS[pattern].
+# The pretokenizer (_pretok.pxi); ``kind`` is tokend.core.engine.pretokenize.SCANNER_KINDS[pattern].
 CLASS_BITS: dict[str, int]
 
 def pretokenize(kind: int, text: str) -> list[str]: ...

@@ -27,9 +27,9 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove
 
-from tokend.core.cache import CacheInfo
+from tokend.core.engine.cache import CacheInfo
 from tokend.core.errors import UnknownTokenId
-from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern
+from tokend.core.engine.pretokenize import SCANNER_KINDS, compile_pattern
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
@@ -557,7 +557,7 @@ cdef int _gen_add(
 
 cdef class _BlockCache:
     """Bounded two-generation cache of block bytes -> ids (an approximate LRU, like
-    ``tokend.core.cache.ChunkCache``): new entries go to the young generation; when it is
+    ``tokend.core.engine.cache.ChunkCache``): new entries go to the young generation; when it is
     full it becomes the old one and the previous old one is dropped; a hit in the old
     generation is copied back into the young one. So an entry survives as long as it is used
     once per turnover. Callers hold the GIL, which is the cache's lock."""

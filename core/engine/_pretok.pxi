@@ -1,7 +1,7 @@
 # The compiled pretokenizer: hand-written scanners for the four built-in patterns and Tekken's.
 #
 # Included textually into _compiled.pyx. ``pretoken_end`` gives the end of the pretoken that
-# ``regex`` running ``tokend.core.pretokenize.TIKTOKEN_COMPATIBLE[pattern]`` finds at a byte
+# ``regex`` running ``tokend.core.engine.pretokenize.TIKTOKEN_COMPATIBLE[pattern]`` finds at a byte
 # offset of valid UTF-8 text, touching no Python object (so it runs without the GIL). Each
 # scanner follows its pattern alternative by alternative, in order, and simulates the regex
 # engine's backtracking where a quantifier can give characters back; the comments quote the
@@ -32,7 +32,7 @@ cdef extern from "_unicode_tables.h":
 
 cdef enum:
     PAT_GPT2 = 0    # tokend.core.patterns.GPT2_PATTERN
-    PAT_R50K = 1    # tokend.core.pretokenize.R50K_PATTERN (tiktoken's r50k/p50k)
+    PAT_R50K = 1    # tokend.core.engine.pretokenize.R50K_PATTERN (tiktoken's r50k/p50k)
     PAT_CL100K = 2  # CL100K_PATTERN
     PAT_O200K = 3   # O200K_PATTERN
     PAT_TEKKEN = 4  # tokend.core.patterns.TEKKEN_PATTERN (o200k's without contractions, N once)
@@ -338,7 +338,7 @@ cdef Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
 def pretokenize(int kind, str text):
     """The pretokens of ``text`` under pattern ``kind`` (0 gpt2, 1 r50k, 2 cl100k, 3 o200k,
     4 tekken),
-    exactly as ``tokend.core.pretokenize.compile_pattern(pattern)(text)``.
+    exactly as ``tokend.core.engine.pretokenize.compile_pattern(pattern)(text)``.
 
     Raises UnicodeEncodeError for a lone surrogate (the engine never sees one) and ValueError
     for an unknown ``kind``.

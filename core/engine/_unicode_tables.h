@@ -4,7 +4,7 @@
 #define TOKEND_UNICODE_TABLES_H
 
 /* Class bits of a code point, each probed with the class expression of
-   tokend.core.pretokenize.TIKTOKEN_COMPATIBLE named here: */
+   tokend.core.engine.pretokenize.TIKTOKEN_COMPATIBLE named here: */
 #define TOK_WS 1  /* \s (White_Space) */
 #define TOK_L 2  /* \p{L} narrowed to tiktoken's Unicode data */
 #define TOK_N 4  /* \p{N} narrowed */

@@ -1,8 +1,8 @@
 """The pure-Python engine: the reference twin of the compiled one, and its fallback.
 
-Per segment: cut at safe points (see ``tokend.core.pretokenize``), look every chunk up in the
+Per segment: cut at safe points (see ``tokend.core.engine.pretokenize``), look every chunk up in the
 chunk cache at C speed, and only for the misses run the regex and the rank-table BPE
-(``tokend.core.bpe``). A long segment whose sampled chunks are new to the cache is encoded
+(``tokend.core.engine.bpe``). A long segment whose sampled chunks are new to the cache is encoded
 directly instead (one regex pass, a token table, BPE for the rest), and cached when it comes
 again (see ``ChunkCache.mostly_new``).
 """
@@ -16,10 +16,9 @@ from itertools import accumulate, chain, compress, count, filterfalse, islice, r
 from operator import add, is_, is_not, not_, sub
 from typing import Literal, TypeAlias
 
-from tokend.core.bpe import encode_piece
-from tokend.core.cache import CacheInfo, ChunkCache
-from tokend.core.errors import UnknownTokenId
-from tokend.core.pretokenize import (
+from tokend.core.engine.bpe import encode_piece
+from tokend.core.engine.cache import CacheInfo, ChunkCache
+from tokend.core.engine.pretokenize import (
     UNSAFE_SPACE,
     compile_ascii_pattern,
     compile_pattern,
@@ -27,6 +26,7 @@ from tokend.core.pretokenize import (
     mark_unsafe_spaces,
     split_at_safe_points,
 )
+from tokend.core.errors import UnknownTokenId
 
 Ids: TypeAlias = tuple[int, ...]
 # Cache keys: a str is a chunk that follows a safe-point space (the value encodes " " + key);
@@ -204,7 +204,7 @@ class PythonEngine:
     def _ordinary_runs(self, text: str) -> list[Ids]:
         """Encode text without special tokens, as id sequences to be concatenated.
 
-        The text is cut at safe points (see ``tokend.core.pretokenize``): for ASCII text,
+        The text is cut at safe points (see ``tokend.core.engine.pretokenize``): for ASCII text,
         unsafe spaces are marked, then ``str.split(" ")`` cuts at the rest. Chunk 0 is
         ``parts[0]``, chunk k > 0 is ``" " + parts[k]`` (marked spaces restored). The cache
         maps a part (str) to the ids of ``" " + part``, so one ``map`` at C speed answers

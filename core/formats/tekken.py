@@ -13,8 +13,8 @@ import binascii
 import json
 from typing import Any
 
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES
-from tokend.core.encoding import Encoding
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
+from tokend.core.engine.encoding import Encoding
 from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.patterns import validate_pattern
 

@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import regex
 
 from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.formats.oniguruma import from_oniguruma
 
 _T = TypeVar("_T")
 
@@ -52,8 +53,6 @@ def component_type(obj: object, path: str) -> str:
 
 def compile_pattern(spec: object, path: str) -> regex.Pattern[str]:
     """A ``{"String": s}`` (literal) or ``{"Regex": r}`` (Oniguruma syntax) pattern."""
-    from tokend.core.hf_format import from_oniguruma  # noqa: PLC0415 - hf_format is heavy
-
     if isinstance(spec, dict) and isinstance(spec.get("String"), str):
         return regex.compile(regex.escape(spec["String"]))
     if isinstance(spec, dict) and isinstance(spec.get("Regex"), str):

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Literal
 
-from tokend.core.cache import CacheInfo
+from tokend.core.engine.cache import CacheInfo
 from tokend.core.errors import DisallowedSpecialToken, UnknownTokenId
 from tokend.core.formats import unicode_to_bytes
 from tokend.core.pipeline import alignment as al

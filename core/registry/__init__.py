@@ -11,7 +11,8 @@ from tokend.core.registry.model import (
     TokenizerInfo,
     VersionInfo,
 )
-from tokend.core.registry.registry import VERSION_FILES, Registry
+from tokend.core.registry.read import VERSION_FILES
+from tokend.core.registry.registry import Registry
 from tokend.core.registry.store import SUPPORTED_SCHEMES, Store, check_location, url_scheme
 
 __all__ = [

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from tokend.core.errors import CorruptData, InvalidInput, shown
 from tokend.core.patterns import validate_pattern
 
+ALIASES_FILE = "aliases.json"  # one per tokenizer name: alias -> version
+
 
 def parse_aliases(raw: bytes, where: str) -> dict[str, int]:
     """The aliases file ``{"stable": 3, ...}``; CorruptData naming ``where`` if malformed."""

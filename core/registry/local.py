@@ -26,17 +26,16 @@ from typing import Any
 
 from tokend.core.errors import FailedPrecondition, InvalidInput, storage_error
 from tokend.core.formats import atomic_write_bytes, fsync_dir, sha256_hex
-from tokend.core.locking import file_lock, held_lock_file, try_lock
-from tokend.core.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.names import check_name, check_version
-from tokend.core.registry.checks import encode_aliases, parse_aliases
+from tokend.core.registry.checks import ALIASES_FILE, encode_aliases, parse_aliases
+from tokend.core.registry.locking import file_lock, held_lock_file, try_lock
+from tokend.core.registry.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.registry.store import AliasChange, ManifestFor, Store
 
 LOCK_FILE = ".lock"
 STAGING_DIR = ".staging"
 GENERATION_FILE = ".generation"
 COUNTER_FILE = "counter.json"
-ALIASES_FILE = "aliases.json"
 
 
 class LocalStore(Store):

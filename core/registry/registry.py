@@ -14,12 +14,11 @@ back exactly what was imported.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from tokend.core.builtins import (
+from tokend.core.engine.builtins import (
     builtin_n_vocab,
     encoding_name_for_model,
     get_encoding,
@@ -32,15 +31,20 @@ from tokend.core.errors import (
     CorruptData,
     FailedPrecondition,
     InvalidInput,
-    TokendError,
     UnknownTokenizer,
     shown,
 )
-from tokend.core.formats import format_tiktoken_bpe, parse_tiktoken_bpe, sha256_hex
+from tokend.core.formats import format_tiktoken_bpe
 from tokend.core.formats.files import FILE_NAMES
-from tokend.core.manifest import MANIFEST_FILE, RANKS_FILE, build_manifest, parse_manifest
 from tokend.core.names import check_alias, check_name, check_version, parse_ref
-from tokend.core.registry.checks import check_contents, parse_aliases
+from tokend.core.registry.checks import ALIASES_FILE, check_contents, parse_aliases
+from tokend.core.registry.manifest import (
+    MANIFEST_FILE,
+    RANKS_FILE,
+    builtin_manifest,
+    manifest_factory,
+    parse_manifest,
+)
 from tokend.core.registry.model import (
     Problem,
     ResolvedRef,
@@ -48,12 +52,11 @@ from tokend.core.registry.model import (
     TokenizerInfo,
     VersionInfo,
 )
-from tokend.core.registry.store import Store, open_store
+from tokend.core.registry.read import read_version
+from tokend.core.registry.store import Store
+from tokend.core.registry.stores import open_store
+from tokend.core.registry.verify import verify_registry
 from tokend.core.tokenizer import NORMALIZER_FORMS, Tokenizer, build_tokenizer
-
-ALIASES_FILE = "aliases.json"
-# The files a version may list in its manifest (nothing else is ever opened).
-VERSION_FILES = frozenset({RANKS_FILE, *FILE_NAMES.values()})
 
 
 class Registry:
@@ -244,37 +247,16 @@ class Registry:
         extra: Mapping[str, object],
     ) -> VersionInfo:
         """Hand ``contents`` to the store: it assigns the version and writes the manifest last."""
-        for key, value in extra.items():
-            if value is None:
-                continue
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInput(f"{key} metadata is not JSON-serializable: {exc}") from None
-        files = {
-            file: {"sha256": sha256_hex(data), "bytes": len(data)}
-            for file, data in contents.items()
-        }
-
-        def manifest_for(version: int) -> dict[str, Any]:
-            manifest = build_manifest(
-                name=name,
-                version=version,
-                pat_str=pat_str,
-                special_tokens=special_tokens,
-                n_vocab=n_vocab,
-                mergeable_count=mergeable_count,
-                explicit_n_vocab=explicit_n_vocab,
-                files=files,
-                training=extra.get("training"),  # type: ignore[arg-type]
-                corpus=extra.get("corpus"),  # type: ignore[arg-type]
-            )
-            for key in ("format", "normalizer", "original_format", "chat"):
-                if extra.get(key) is not None:
-                    value = extra[key]
-                    manifest[key] = dict(value) if isinstance(value, Mapping) else value
-            return manifest
-
+        manifest_for = manifest_factory(
+            name,
+            contents,
+            pat_str=pat_str,
+            special_tokens=special_tokens,
+            n_vocab=n_vocab,
+            mergeable_count=mergeable_count,
+            explicit_n_vocab=explicit_n_vocab,
+            extra=extra,
+        )
         version, manifest = self.store.publish(name, contents, manifest_for)
         return VersionInfo(name, version, manifest, self.store.where(name, version))
 
@@ -375,13 +357,7 @@ class Registry:
         resolved = self.resolve(ref)
         if resolved.builtin:  # from the JSON description: no rank table is loaded for this
             spec = load_builtin_spec(resolved.name)
-            return {
-                "name": resolved.name,
-                "builtin": True,
-                "pattern": spec["pat_str"],
-                "special_tokens": dict(spec["special_tokens"]),
-                "n_vocab": builtin_n_vocab(resolved.name),
-            }
+            return builtin_manifest(resolved.name, spec, builtin_n_vocab(resolved.name))
         assert resolved.version is not None
         return self._manifest(resolved.name, resolved.version)
 
@@ -411,65 +387,8 @@ class Registry:
 
     def _read_version(self, resolved: ResolvedRef) -> TokenizerData:
         assert resolved.version is not None
-        name, version = resolved.name, resolved.version
-        manifest = self._manifest(name, version)
-        manifest_where = self.store.where(name, version, MANIFEST_FILE)
-        files: dict[str, dict[str, Any]] = manifest["files"]
-        fmt = manifest.get("format", "tiktoken")
-        main = RANKS_FILE if fmt == "tiktoken" else FILE_NAMES.get(str(fmt))
-        kept = FILE_NAMES.get(str(manifest.get("original_format"))) if fmt == "tiktoken" else None
-        expected = {main, kept} - {None}
-        if main is None or set(files) != expected:
-            raise CorruptData(
-                f"{manifest_where}: files must be {sorted(map(str, expected))} for format "
-                f"{fmt!r}, got {sorted(files)}"
-            )
-        contents: dict[str, bytes] = {}
-        for file, info in files.items():
-            if file not in VERSION_FILES:  # never open a key the manifest made up
-                raise CorruptData(f"{manifest_where}: unknown file {shown(file)}")
-            path = self.store.where(name, version, file)
-            try:
-                data = self.store.read(name, version, file)
-            except FileNotFoundError:
-                raise CorruptData(f"{path}: file is missing") from None
-            if len(data) != info["bytes"]:
-                raise CorruptData(
-                    f"{path}: {len(data)} bytes, manifest says {info['bytes']} (truncated?)"
-                )
-            actual = sha256_hex(data)
-            if actual != info["sha256"]:
-                raise CorruptData(f"{path}: sha256 is {actual}, manifest says {info['sha256']}")
-            contents[file] = data
-        if fmt != "tiktoken":
-            return TokenizerData(
-                resolved, ranks={}, pat_str="", special_tokens=manifest["special_tokens"],
-                explicit_n_vocab=None, manifest=manifest, fmt=str(fmt), file=contents[main],
-                original=contents[main],
-            )
-        normalizer = manifest.get("normalizer")
-        if normalizer is not None and normalizer not in NORMALIZER_FORMS:
-            raise CorruptData(f"{manifest_where}: unknown normalizer {normalizer!r}")
-        ranks = parse_tiktoken_bpe(
-            contents[RANKS_FILE], source=self.store.where(name, version, RANKS_FILE)
-        )
-        explicit = manifest.get("explicit_n_vocab")
-        explicit_n_vocab = explicit if isinstance(explicit, int) else None
-        special_tokens: dict[str, int] = manifest["special_tokens"]
-        try:
-            check_contents(ranks, manifest["pattern"], special_tokens, explicit_n_vocab)
-        except InvalidInput as exc:
-            raise CorruptData(f"{self.store.where(name, version)}: {exc}") from None
-        return TokenizerData(
-            resolved,
-            ranks=ranks,
-            pat_str=manifest["pattern"],
-            special_tokens=special_tokens,
-            explicit_n_vocab=explicit_n_vocab,
-            manifest=manifest,
-            normalizer=normalizer,
-            original=contents[kept] if kept else contents[RANKS_FILE],
-        )
+        manifest = self._manifest(resolved.name, resolved.version)
+        return read_version(self.store, resolved, manifest)
 
     def load(self, ref: str, *, cache_entries: int | None = None) -> tuple[ResolvedRef, Tokenizer]:
         """Resolve ``ref`` and load its tokenizer (verified) through :func:`build_tokenizer`.
@@ -502,33 +421,7 @@ class Registry:
 
     def verify(self) -> list[Problem]:
         """Check every version's manifest and file hashes, every alias and counter."""
-        problems: list[Problem] = []
-        for name in self._names():
-            versions = self._versions(name)
-            for version in versions:
-                try:
-                    self._read_version(ResolvedRef(name, version, builtin=False))
-                except TokendError as exc:
-                    problems.append(
-                        Problem(f"{name}@{version}", self.store.where(name, version), str(exc))
-                    )
-            aliases_where = self.store.where(name, file=ALIASES_FILE)
-            try:
-                for alias, version in self._aliases(name).items():
-                    if version not in versions:
-                        problems.append(
-                            Problem(
-                                f"{name}@{alias}",
-                                aliases_where,
-                                f"alias {shown(alias)} points at missing version {version}",
-                            )
-                        )
-            except CorruptData as exc:
-                problems.append(Problem(name, aliases_where, str(exc)))
-            counter = self.store.counter_problem(name, versions)
-            if counter is not None:
-                problems.append(Problem(name, self.store.counter_where(name), counter))
-        return problems
+        return verify_registry(self)
 
     def generation(self) -> str:
         """A cheap token that changes whenever a version or alias is published or removed."""

@@ -37,9 +37,9 @@ from tokend.core.errors import (
     StorageError,
     shown,
 )
-from tokend.core.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.names import check_name, check_version
-from tokend.core.registry.checks import encode_aliases, parse_aliases
+from tokend.core.registry.checks import ALIASES_FILE, encode_aliases, parse_aliases
+from tokend.core.registry.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.registry.store import AliasChange, ManifestFor, Store
 
 MARKER_FILE = ".reserved"
@@ -47,7 +47,6 @@ DELETING_FILE = ".deleting"  # a delete is checking the aliases; set_alias backs
 # A delete mark older than this is a deleter that died: ignored (a delete takes milliseconds).
 DELETING_SECONDS = 60.0
 GENERATION_KEY = ".generation"
-ALIASES_FILE = "aliases.json"
 # A reserved version with no manifest this long after its marker was written is abandoned.
 STALE_SECONDS = 3600.0
 CAS_ATTEMPTS = 100

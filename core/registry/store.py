@@ -1,4 +1,4 @@
-"""What a registry needs from its storage, and the choice of storage by location.
+"""What a registry needs from its storage, and the rules for a location (folder or URL).
 
 A :class:`Store` holds the bytes (versions, aliases, the generation stamp); the
 :class:`~tokend.core.registry.registry.Registry` above it holds every rule (names, manifests,
@@ -6,7 +6,8 @@ sha256 checks, resolution). Two stores exist: a local folder (``local.py``: floc
 rename) and S3-compatible object storage (``s3.py``: conditional writes, no locks).
 
 A registry location is a folder path or a URL; ``s3://bucket/prefix`` is the only URL scheme
-understood, and any other (``gs://``, ``http://``...) is refused rather than taken as a folder.
+understood, and any other (``gs://``, ``http://``...) is refused rather than taken as a folder
+(``stores.open_store`` picks the store).
 """
 
 from __future__ import annotations
@@ -131,17 +132,3 @@ class Store(ABC):
     def local_root(self) -> str | None:
         """The folder of a local store (for files kept beside it), None for remote ones."""
         return None
-
-
-def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
-    """The store for a folder path or ``s3://bucket/prefix`` (other URL schemes refused)."""
-    check_location(location)
-    if url_scheme(location) == "s3":
-        from tokend.core.registry.s3 import S3Store  # noqa: PLC0415 (boto3 only when used)
-
-        return S3Store(os.fspath(location))
-    from tokend.core.registry.local import LocalStore  # noqa: PLC0415
-
-    return LocalStore(location, **options)
-
-

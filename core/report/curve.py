@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.core.encoding import Encoding
+from tokend.core.engine.encoding import Encoding
 from tokend.core.errors import InvalidInput
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
 from tokend.core.report.metrics import encode_text
 from tokend.core.tokenizer import Tokenizer
-from tokend.core.train import TrainResult, train_bpe
+from tokend.core.training.byte_bpe import TrainResult, train_bpe
 
 CorpusPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 DEFAULT_SIZES = (300, 500, 1_000, 5_000, 10_000)

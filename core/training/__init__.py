@@ -1,7 +1,7 @@
 """Training every tokenizer family: ``train_tokenizer`` and what it returns.
 
 One module per kind (``char``, ``word_bpe``, ``wordpiece``, ``unigram``; byte-level BPE is
-``tokend.core.train``), the shared merge loop (``pair_merge``), corpus -> word counts
+``tokend.core.training.byte_bpe``), the shared merge loop (``pair_merge``), corpus -> word counts
 (``words``) and the result with its tokenizer.json (``result``). Beyond one machine: the
 byte-level BPE counting phase as Ray tasks (``ray_count``) and ``s3://`` corpora (``objects``).
 """

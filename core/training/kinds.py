@@ -16,17 +16,11 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from tokend.core.corpus import CorpusInput
 from tokend.core.errors import InvalidInput, LimitExceeded, shown
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
-from tokend.core.train import (
-    ProgressFn,
-    StopFn,
-    Throttle,
-    TrainResult,
-    check_special_tokens,
-    train_bpe,
-)
+from tokend.core.training.byte_bpe import TrainResult, check_special_tokens, train_bpe
+from tokend.core.training.corpus import CorpusInput
+from tokend.core.training.progress import ProgressFn, StopFn, Throttle
 
 if TYPE_CHECKING:
     from tokend.core.training.result import TrainedTokenizer

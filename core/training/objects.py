@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokend.core.corpus import utf8_blocks
 from tokend.core.errors import FailedPrecondition, InvalidInput
+from tokend.core.training.utf8 import utf8_blocks
 
 SCHEME = "s3://"
 READ_BLOCK_BYTES = 1 << 20

@@ -1,10 +1,10 @@
 """Training's counting phase as Ray tasks: one task per shard of files, counts merged here.
 
-Why this is exact: documents never span two files (``tokend.core.corpus.open_sources``), so a
-file read, split and counted on its own gives the same pretoken counts as inside a local run,
-and adding the per-shard counts is what the local worker pool does with its per-process
-counts. The merge phase stays in the calling process (``tokend.core.train``), so the merges are
-the same, merge for merge.
+Why this is exact: documents never span two files
+(``tokend.core.training.corpus.open_sources``), so a file read, split and counted on its own
+gives the same pretoken counts as inside a local run, and adding the per-shard counts is what
+the local worker pool does with its per-process counts. The merge phase stays in the calling
+process (``tokend.core.training.byte_bpe``), so the merges are the same, merge for merge.
 
 The unit of work is a whole file (a local path every Ray node can read, or an ``s3://``
 object read with boto3 where the task runs); shards group files to even out their sizes. Ray is
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokend.core.corpus import TARGET_PIECE_CHARS, Splitter, file_blocks
 from tokend.core.errors import FailedPrecondition, InvalidInput, TokendError, Unavailable
-from tokend.core.train_count import PieceCounter
 from tokend.core.training import objects
+from tokend.core.training.corpus import TARGET_PIECE_CHARS, Splitter, file_blocks
+from tokend.core.training.pretoken_count import PieceCounter
 
 # Characters of text counted at once inside a task.
 BATCH_CHARS = 1 << 18

@@ -18,10 +18,10 @@ import re
 import time
 from collections.abc import Sequence
 
-from tokend.core.corpus import CorpusInput
 from tokend.core.errors import CorruptData
 from tokend.core.pipeline.pre_tokenizers import Metaspace
-from tokend.core.train import Throttle
+from tokend.core.training.corpus import CorpusInput
+from tokend.core.training.progress import Throttle
 from tokend.core.training.result import TrainedTokenizer
 from tokend.core.training.unigram import train_unigram
 from tokend.core.training.words import count_words

@@ -27,12 +27,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from tokend.core.corpus import CorpusInput
 from tokend.core.pipeline.normalizers import BertNormalizer
 from tokend.core.pipeline.pre_tokenizers import BertPreTokenizer
-from tokend.core.train import Throttle
+from tokend.core.training.corpus import CorpusInput
 from tokend.core.training.kinds import DEFAULT_WORDPIECE_SCORE
 from tokend.core.training.merge_kernel import make_merger
+from tokend.core.training.progress import Throttle
 from tokend.core.training.result import TrainedTokenizer, tokenizer_json
 from tokend.core.training.words import count_words
 

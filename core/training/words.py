@@ -16,10 +16,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tokend.core import corpus as corpus_io
-from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
-from tokend.core.train import Throttle
+from tokend.core.training import corpus as corpus_io
+from tokend.core.training.corpus import CorpusInput, Splitter, open_sources
+from tokend.core.training.progress import Throttle
 from tokend.core.training.result import KindStats
+from tokend.core.training.utf8 import utf8_length
 
 Words = Callable[[str], list[str]]
 # Whitespace every pre-tokenizer given ``split_first`` treats as a boundary, and which no

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiktoken_reference import reference
 
-from tokend.core import bpe, get_encoding
+from tokend.core import get_encoding
+from tokend.core.engine import bpe
 
 
 def naive_merge(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:

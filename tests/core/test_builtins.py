@@ -15,7 +15,7 @@ from tokend.core import (
     get_encoding,
     list_encoding_names,
 )
-from tokend.core import builtins as builtins_module
+from tokend.core.engine import builtins as builtins_module
 
 # Every test here runs once per engine (compiled, python): see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("each_engine")

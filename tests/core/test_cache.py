@@ -10,8 +10,8 @@ from fresh_encoding import fresh, shakespeare_text
 from tiktoken_reference import reference
 
 from tokend.core import get_encoding
-from tokend.core.cache import MIN_MISSED_KEYS, ChunkCache
-from tokend.core.encoding import Encoding
+from tokend.core.engine.cache import MIN_MISSED_KEYS, ChunkCache
+from tokend.core.engine.encoding import Encoding
 
 
 class TestChunkCache:

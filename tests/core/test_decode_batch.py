@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from tokend.core.builtins import get_encoding
-from tokend.core.encoding import Encoding
+from tokend.core.engine.builtins import get_encoding
+from tokend.core.engine.encoding import Encoding
 
 
 class TestDecodeBatch:

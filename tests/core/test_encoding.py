@@ -380,7 +380,7 @@ class TestUnicodeData:
 
     def test_newly_assigned_code_points(self) -> None:
         """A sample of the letters/digits/marks regex knows but tiktoken's regex does not."""
-        from tokend.core.pretokenize import _TIKTOKEN_UNASSIGNED_RANGES
+        from tokend.core.engine.pretokenize import _TIKTOKEN_UNASSIGNED_RANGES
 
         points = []
         for item in "".join(_TIKTOKEN_UNASSIGNED_RANGES).split():

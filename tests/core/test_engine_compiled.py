@@ -192,7 +192,7 @@ class TestScannerCoverage:
     """Every pattern with the safe-point proof has a compiled scanner, and no other."""
 
     def test_scanners_are_the_chunkable_patterns(self) -> None:
-        from tokend.core.pretokenize import CHUNKABLE_PATTERNS, SCANNER_KINDS
+        from tokend.core.engine.pretokenize import CHUNKABLE_PATTERNS, SCANNER_KINDS
 
         assert set(SCANNER_KINDS) == set(CHUNKABLE_PATTERNS)
 

@@ -20,15 +20,14 @@ from tokend.core.formats import (
     read_gpt2_vocab,
     token_to_printable,
 )
-from tokend.core.hf_format import (
-    from_oniguruma,
+from tokend.core.formats.hf_bpe import (
     merges_from_ranks,
     ranks_from_vocab_merges,
     read_hf_tokenizer_json,
-    to_oniguruma,
     write_hf_tokenizer_json,
 )
-from tokend.core.interop import parse_special, read_tokenizer_files
+from tokend.core.formats.interop import parse_special, read_tokenizer_files
+from tokend.core.formats.oniguruma import from_oniguruma, to_oniguruma
 from tokend.core.patterns import CL100K_PATTERN, GPT2_PATTERN, NAMED_PATTERNS
 
 # Every test here runs once per engine (compiled, python): see tests/conftest.py.
@@ -86,7 +85,7 @@ class TestRegexDialect:
     )
     def test_custom_patterns_match_tokend_in_hf(self, pat_str: str, tmp_path: Path) -> None:
         """Anchors and bounded possessives are rewritten so HF splits like tokend does."""
-        from tokend.core.encoding import Encoding
+        from tokend.core.engine.encoding import Encoding
 
         ranks = {t: r for t, r in builtin("r50k_base")[0].items() if r < 3000}
         path = tmp_path / "tokenizer.json"
@@ -325,9 +324,9 @@ class TestTrainedRoundTrip:
         self, tmp_path: Path, texts: list[str]
     ) -> None:
         """train_bpe -> publish -> export tokenizer.json -> HF ids == tokend ids -> re-import."""
-        from tokend.core.interop import export_tokenizer
+        from tokend.core.formats.interop import export_tokenizer
         from tokend.core.registry import Registry
-        from tokend.core.train import train_bpe
+        from tokend.core.training.byte_bpe import train_bpe
 
         chunks = iter(texts[:2])  # an iterable of text (a list would mean file paths)
         result = train_bpe(chunks, 700, ["<|endoftext|>"], pattern="o200k", workers=1)

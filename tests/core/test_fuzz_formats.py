@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokend.core.errors import CorruptData, InvalidInput
-from tokend.core.hf_format import format_hf_tokenizer_json
-from tokend.core.interop import FileParts, read_tokenizer_files
-from tokend.core.train import train_bpe
+from tokend.core.formats.hf_bpe import format_hf_tokenizer_json
+from tokend.core.formats.interop import FileParts, read_tokenizer_files
+from tokend.core.training.byte_bpe import train_bpe
 
 DOCUMENTED = (CorruptData, InvalidInput)
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.engine import _compiled
-from tokend.core.pretokenize import SCANNER_KINDS, compile_pattern
+from tokend.core.engine.pretokenize import SCANNER_KINDS, compile_pattern
 
 assert _compiled is not None, "these tests need the compiled engine (scripts/setup.sh builds it)"
 from tokend.core.engine._compiled import (  # noqa: E402 (after the clear failure above)

@@ -8,7 +8,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.pretokenize import (
+from tokend.core.engine.pretokenize import (
     ASCII_PATTERNS,
     CHUNKABLE_PATTERNS,
     UNSAFE_SPACE,

@@ -464,7 +464,7 @@ class TestOpen:
 
     def test_live_staging_dir_is_left_alone(self, local: Registry) -> None:
         """A staging dir whose lock is held (a publisher still writing) survives a clean."""
-        from tokend.core.locking import held_lock_file
+        from tokend.core.registry.locking import held_lock_file
 
         staging = Path(local.location) / ".staging"
         fd = held_lock_file(staging / "live.lock")
@@ -523,7 +523,7 @@ class TestBuiltins:
         return Registry(tmp_path / "reg")
 
     def test_builtins_and_models_resolve(self, breg: Registry) -> None:
-        from tokend.core.builtins import get_encoding
+        from tokend.core.engine.builtins import get_encoding
 
         assert breg.resolve("o200k_base").builtin
         assert breg.resolve("o200k_base").version is None
@@ -545,7 +545,7 @@ class TestBuiltins:
             breg.set_alias("o200k_base", "stable", 1)
 
     def test_list_and_manifest_show_builtins(self, breg: Registry) -> None:
-        from tokend.core.builtins import list_encoding_names
+        from tokend.core.engine.builtins import list_encoding_names
 
         publish(breg)
         infos = breg.list()
@@ -560,7 +560,7 @@ class TestBuiltins:
         and with tiktoken's n_vocab."""
         from tiktoken_reference import reference
 
-        from tokend.core.builtins import get_encoding, list_encoding_names
+        from tokend.core.engine.builtins import get_encoding, list_encoding_names
 
         for name in list_encoding_names():
             manifest = breg.manifest(name)
@@ -576,7 +576,7 @@ class TestBuiltins:
 
         code = (
             "import sys\n"
-            "from tokend.core import builtins\n"
+            "from tokend.core.engine import builtins\n"
             "from tokend.core.registry import Registry\n"
             f"m = Registry({str(tmp_path)!r}).manifest('p50k_edit')\n"
             "assert not builtins._ranks and not builtins._encodings\n"
@@ -585,7 +585,7 @@ class TestBuiltins:
         assert int(run_fresh(code)) == reference("p50k_edit").n_vocab
 
     def test_builtin_data_for_export(self, breg: Registry) -> None:
-        from tokend.core.builtins import get_encoding
+        from tokend.core.engine.builtins import get_encoding
 
         data = breg.load_data("r50k_base")
         assert data.ranks == get_encoding("r50k_base").mergeable_ranks

@@ -17,14 +17,14 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import tokend.core.corpus as corpus_io
-import tokend.core.train as train_mod
-from tokend.core import train_count
+import tokend.core.training.byte_bpe as train_mod
+import tokend.core.training.corpus as corpus_io
+from tokend.core.engine.pretokenize import R50K_PATTERN, compile_pattern
 from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.formats import printable_to_token, read_gpt2_merges
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
-from tokend.core.pretokenize import R50K_PATTERN, compile_pattern
-from tokend.core.train import TrainResult, train_bpe
+from tokend.core.training import pretoken_count as train_count
+from tokend.core.training.byte_bpe import TrainResult, train_bpe
 
 Pair = tuple[bytes, bytes]
 
@@ -477,8 +477,8 @@ class TestProgressAndCancel:
 
 ORPHAN_SCRIPT = """
 import multiprocessing, sys
-import tokend.core.train_count as train_count
-from tokend.core.train import train_bpe
+import tokend.core.training.pretoken_count as train_count
+from tokend.core.training.byte_bpe import train_bpe
 
 def endless():
     while True:

@@ -11,8 +11,8 @@ from registry_backends import Backend
 from tokend.cli import main
 from tokend.core.formats import load_tiktoken_bpe
 from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
 from tokend.core.training import TrainedTokenizer, train_tokenizer
+from tokend.core.training.byte_bpe import train_bpe
 
 
 class TestTrainCommand:

@@ -12,7 +12,7 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2
 
 from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
+from tokend.core.training.byte_bpe import train_bpe
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -212,7 +212,7 @@ class TestTrainingDefaults:
 
         from tokend.commands import train as train_command
         from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
-        from tokend.core.train import train_bpe
+        from tokend.core.training.byte_bpe import train_bpe
 
         assert DEFAULT_TRAIN_PATTERN == "o200k"
         assert train_bpe(iter(["a b c"]), 258).pattern == resolve_pattern("o200k")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tokend.core.errors import InvalidInput, LimitExceeded, UnknownJob
-from tokend.core.locking import held_lock_file
+from tokend.core.registry.locking import held_lock_file
 from tokend.server.jobs import (
     CANCEL_FILE,
     CANCELLED,

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
+from tokend.core.training.byte_bpe import train_bpe
 from tokend.server import metrics
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc

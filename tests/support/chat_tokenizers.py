@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core import Encoding, get_encoding
-from tokend.core.hf_format import to_oniguruma
+from tokend.core.formats.oniguruma import to_oniguruma
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ROOT = FIXTURES.parents[1]

@@ -12,7 +12,7 @@ import functools
 import tiktoken
 
 from tokend.core import get_encoding
-from tokend.core.builtins import load_builtin_spec
+from tokend.core.engine.builtins import load_builtin_spec
 
 
 @functools.cache

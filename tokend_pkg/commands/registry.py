@@ -18,7 +18,7 @@ from typing import Any
 from tokend.core.counting import read_chat_metadata
 from tokend.core.errors import InvalidInput, TokendError
 from tokend.core.formats import atomic_write_bytes
-from tokend.core.interop import (
+from tokend.core.formats.interop import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
     FileParts,
@@ -26,8 +26,8 @@ from tokend.core.interop import (
     parse_special,
     read_tokenizer_files,
 )
-from tokend.core.manifest import pattern_name
 from tokend.core.registry import Registry, check_location
+from tokend.core.registry.manifest import pattern_name
 from tokend.core.tokenizer import NORMALIZER_FORMS
 from tokend.server.config import default_registry_dir, registry_location
 

@@ -25,8 +25,8 @@ from tokend.core.errors import Cancelled, FailedPrecondition, TokendError, Unava
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
-from tokend.core.train import TrainResult, TrainStats, train_bpe
 from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
+from tokend.core.training.byte_bpe import TrainResult, TrainStats, train_bpe
 from tokend.core.training.kinds import (
     DEFAULT_MODEL,
     DEFAULT_WORDPIECE_SCORE,

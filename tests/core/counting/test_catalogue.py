@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tokend.core import UnknownTokenizer, encoding_name_for_model
-from tokend.core.builtins import MODEL_TO_ENCODING
 from tokend.core.counting import ModelCatalogue, default_catalogue
+from tokend.core.engine.builtins import MODEL_TO_ENCODING
 
 
 def write_models(path: Path, models: dict[str, object], bump: int = 0) -> None:

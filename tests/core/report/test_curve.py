@@ -9,7 +9,7 @@ import tiktoken
 
 from tokend.core.errors import InvalidInput
 from tokend.core.report import training_kinds, vocab_curve
-from tokend.core.train import train_bpe
+from tokend.core.training.byte_bpe import train_bpe
 
 HELDOUT = "Once upon a time a little girl found a shiny stone in the garden."
 

@@ -10,7 +10,7 @@ from tiktoken_reference import reference
 
 from tokend.cli import main
 from tokend.core.registry import Registry
-from tokend.core.train import train_bpe
+from tokend.core.training.byte_bpe import train_bpe
 
 
 def run_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:

@@ -29,8 +29,8 @@ import pytest
 import seaweed
 
 from tokend.core.errors import Cancelled, InvalidInput, TokendError, Unavailable
-from tokend.core.train import train_bpe
 from tokend.core.training import ray_count
+from tokend.core.training.byte_bpe import train_bpe
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "corpora"
 RAY = Path(sys.executable).parent / "ray"

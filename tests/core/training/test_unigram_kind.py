@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from tokenizers import pre_tokenizers
 
-from tokend.core import corpus as corpus_io
-from tokend.core.train import Throttle
 from tokend.core.training import TrainedTokenizer, train_tokenizer
+from tokend.core.training import corpus as corpus_io
+from tokend.core.training.progress import Throttle
 from tokend.core.training.unigram_kind import _words
 from tokend.core.training.words import count_words
 

@@ -8,8 +8,8 @@ from family_texts import SAMPLES, random_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core import corpus as corpus_io
-from tokend.core.train import Throttle
+from tokend.core.training import corpus as corpus_io
+from tokend.core.training.progress import Throttle
 from tokend.core.training.unigram_kind import _words as metaspace_words
 from tokend.core.training.word_bpe import _words as whitespace_words
 from tokend.core.training.wordpiece import _BertWords

@@ -20,31 +20,25 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from heapq import heapify, heappop, heappush
-from itertools import pairwise
 
-from tokend.core import corpus as corpus_io
-from tokend.core.corpus import CorpusInput, Splitter, open_sources, utf8_length
-from tokend.core.encoding import Encoding
-from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
+from tokend.core.engine.encoding import Encoding
+from tokend.core.errors import InvalidInput, LimitExceeded
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
-from tokend.core.train_count import CountPool, PieceCounter, use_compiled
+from tokend.core.training import corpus as corpus_io
+from tokend.core.training.byte_merges import MergeLearner
+from tokend.core.training.corpus import CorpusInput, Splitter, open_sources
+from tokend.core.training.pretoken_count import CountPool, PieceCounter, use_compiled
+from tokend.core.training.progress import ProgressFn, StopFn, Throttle
+from tokend.core.training.utf8 import utf8_length
 
 Pair = tuple[bytes, bytes]
-ProgressFn = Callable[[str, int, int], None]
-StopFn = Callable[[], bool]
 
 # Characters of text per batch handed to a counting worker.
 BATCH_CHARS = 1 << 18
 # More counting processes than this is a typo, not a machine.
 MAX_WORKERS = 256
-# Minimum seconds between two progress reports of the same phase.
-PROGRESS_INTERVAL = 0.1
-# Minimum seconds between two calls of should_stop (it may be an RPC context check).
-STOP_INTERVAL = 0.05
 # Where the counting phase runs: worker processes here, or tasks on a Ray cluster.
 COUNTERS = ("local", "ray")
 
@@ -98,7 +92,7 @@ class TrainResult:
 
     def tokenizer_json_bytes(self) -> bytes:
         """An HF tokenizer.json (ByteLevel BPE) with tiktoken-identical ids."""
-        from tokend.core.hf_format import format_hf_tokenizer_json  # noqa: PLC0415
+        from tokend.core.formats.hf_bpe import format_hf_tokenizer_json  # noqa: PLC0415
 
         return format_hf_tokenizer_json(
             ranks=self.mergeable_ranks(), pat_str=self.pattern,
@@ -119,41 +113,6 @@ class TrainResult:
             mergeable_ranks=self.mergeable_ranks(),
             special_tokens=dict(self.special_tokens),
         )
-
-
-class Throttle:
-    """Call progress at a steady rate (at most every PROGRESS_INTERVAL) and poll should_stop."""
-
-    def __init__(self, progress: ProgressFn | None, should_stop: StopFn | None) -> None:
-        self._progress = progress
-        self._should_stop = should_stop
-        self._last_report = 0.0
-        self._last_phase = ""
-        self._last_check = 0.0
-
-    def report(self, phase: str, done: int, total: int, *, force: bool = False) -> None:
-        """Report now if forced, if the phase changed, or if the interval has passed."""
-        if self._progress is None:
-            return
-        now = time.monotonic()
-        if force or phase != self._last_phase or now - self._last_report >= PROGRESS_INTERVAL:
-            self._last_report = now
-            self._last_phase = phase
-            self._progress(phase, done, total)
-
-    def stopped(self) -> bool:
-        """Whether should_stop says so now (for trainers that poll at their own pace)."""
-        return self._should_stop is not None and self._should_stop()
-
-    def check(self, phase: str) -> None:
-        """Raise Cancelled when should_stop says so (polled at most every STOP_INTERVAL)."""
-        if self._should_stop is None:
-            return
-        now = time.monotonic()
-        if now - self._last_check >= STOP_INTERVAL:
-            self._last_check = now
-            if self._should_stop():
-                raise Cancelled(f"training was cancelled during the {phase} phase")
 
 
 def train_bpe(
@@ -230,7 +189,7 @@ def train_bpe(
         )
     seconds["count"] = time.perf_counter() - start
 
-    learner = _MergeLearner(counted.word_counts, throttle)
+    learner = MergeLearner(counted.word_counts, throttle)
     del counted.word_counts  # the learner holds its own copy as token lists
     seconds["index"] = learner.index_seconds
     start = time.perf_counter()
@@ -411,166 +370,3 @@ def _count_on_ray(
     return _Counted(
         shard.word_counts, shard.bytes_read, shard.documents, shard.pretokens, shard.shards
     )
-
-
-def _inverted(token: bytes) -> tuple[int, ...]:
-    """A heap key that sorts byte strings in *descending* order.
-
-    Each byte x becomes 255 - x and a terminator 256 (above every inverted byte) is added, so
-    a proper prefix sorts after its extensions: b"ab" > b"a" gives key(b"ab") < key(b"a").
-    """
-    return (*(255 - x for x in token), 256)
-
-
-class _MergeLearner:
-    """Phase 2 and 3: index pairs of the distinct pretokens, then merge greedily.
-
-    Data shapes (ids are token ids, ``wi`` is the index of a distinct pretoken):
-    ``words[wi]``: list of ids; ``freqs[wi]``: occurrences; ``pair_counts``: (id, id) ->
-    weighted count (> 0 only); ``where``: (id, id) -> list of ``wi`` that held the pair (may
-    repeat or be stale: a word that no longer holds the pair is skipped when visited);
-    ``heap``: (-count, _inverted(left), _inverted(right), left, right), smallest = best pair.
-    """
-
-    def __init__(self, word_counts: Mapping[bytes, int], throttle: Throttle) -> None:
-        start = time.perf_counter()
-        self._throttle = throttle
-        self.vocab: list[bytes] = [bytes([i]) for i in range(256)]
-        self._inv: list[tuple[int, ...]] = [_inverted(t) for t in self.vocab]
-        self.merges: list[tuple[int, int]] = []
-        self.distinct_pretokens = len(word_counts)
-        words: list[list[int]] = []
-        freqs: list[int] = []
-        for word, n in word_counts.items():
-            if len(word) > 1:  # a single byte has no pair to merge
-                words.append(list(word))
-                freqs.append(n)
-        pair_counts: dict[tuple[int, int], int] = {}
-        where: defaultdict[tuple[int, int], list[int]] = defaultdict(list)
-        get = pair_counts.get
-        total = len(words)
-        for wi, w in enumerate(words):
-            f = freqs[wi]
-            for p in pairwise(w):
-                pair_counts[p] = get(p, 0) + f
-                where[p].append(wi)
-            if wi & 0xFFF == 0:
-                throttle.check("index")
-                throttle.report("index", wi, total)
-        throttle.report("index", total, total, force=True)
-        inv = self._inv
-        self._heap = [(-c, inv[a], inv[b], a, b) for (a, b), c in pair_counts.items()]
-        heapify(self._heap)
-        self._words = words
-        self._freqs = freqs
-        self._pair_counts = pair_counts
-        self._where = where
-        self.index_seconds = time.perf_counter() - start
-
-    def _pop_best(self) -> tuple[int, int] | None:
-        """Pop the valid best pair, fixing stale heap entries on the way; None when empty."""
-        heap = self._heap
-        pair_counts = self._pair_counts
-        inv = self._inv
-        while heap:
-            neg, _, _, a, b = heap[0]
-            count = pair_counts.get((a, b), 0)
-            if count == -neg:
-                heappop(heap)
-                return a, b
-            heappop(heap)
-            # subtle: a count that grew was pushed again when it grew; one that shrank was
-            # not, so re-push it now with its true count.
-            if 0 < count < -neg:
-                heappush(heap, (-count, inv[a], inv[b], a, b))
-        return None
-
-    def learn(self, n_merges: int) -> None:
-        """Run up to ``n_merges`` merges (fewer when no pair is left)."""
-        throttle = self._throttle
-        for k in range(n_merges):
-            throttle.check("merge")  # both throttle themselves by the clock
-            throttle.report("merge", k, n_merges)
-            best = self._pop_best()
-            if best is None:
-                break
-            self._merge(best[0], best[1])
-        throttle.report("merge", len(self.merges), n_merges, force=True)
-
-    def _merge(self, a: int, b: int) -> None:
-        """Merge every (a, b) into a new token, updating counts only around each merge site.
-
-        Example: word [a, b, a, b, c] -> [n, n, c]: pairs (a,b) x2, (b,a), (b,c) go;
-        (n,n), (n,c) come. The pair between two adjacent sites is counted once.
-        """
-        new = len(self.vocab)
-        token = self.vocab[a] + self.vocab[b]
-        self.vocab.append(token)
-        self._inv.append(_inverted(token))
-        self.merges.append((a, b))
-        words = self._words
-        freqs = self._freqs
-        where = self._where
-        delta: dict[tuple[int, int], int] = {}
-        dget = delta.get
-        for visited, wi in enumerate(where.pop((a, b))):
-            if visited & 0xFFFF == 0xFFFF:  # one merge of a huge corpus can take seconds
-                self._throttle.check("merge")
-            w = words[wi]
-            try:
-                i = w.index(a)
-            except ValueError:  # stale index entry
-                continue
-            f = freqs[wi]
-            n = len(w)
-            last = n - 1
-            nw = w[:i]
-            prev_site = -2
-            while i < last:
-                if w[i] == a and w[i + 1] == b:
-                    if i > 0:
-                        if prev_site == i - 2:  # ... a b | a b ...: (b, a) becomes (new, new)
-                            p = (b, a)
-                            delta[p] = dget(p, 0) - f
-                            p = (new, new)
-                        else:
-                            left = w[i - 1]
-                            p = (left, a)
-                            delta[p] = dget(p, 0) - f
-                            p = (left, new)
-                        delta[p] = dget(p, 0) + f
-                        where[p].append(wi)
-                    # The right neighbour, unless it starts the next site (handled there).
-                    if i + 2 < n and not (w[i + 2] == a and i + 3 < n and w[i + 3] == b):
-                        right = w[i + 2]
-                        p = (b, right)
-                        delta[p] = dget(p, 0) - f
-                        p = (new, right)
-                        delta[p] = dget(p, 0) + f
-                        where[p].append(wi)
-                    nw.append(new)
-                    prev_site = i
-                    i += 2
-                else:
-                    nw.append(w[i])
-                    i += 1
-            if prev_site < 0:  # a occurs, but never followed by b: stale entry
-                continue
-            if i == last:
-                nw.append(w[i])
-            words[wi] = nw
-        pair_counts = self._pair_counts
-        del pair_counts[(a, b)]
-        heap = self._heap
-        inv = self._inv
-        for p, d in delta.items():
-            if d == 0 or p == (a, b):
-                continue
-            count = pair_counts.get(p, 0) + d
-            if count > 0:
-                pair_counts[p] = count
-            else:
-                del pair_counts[p]
-            if d > 0:
-                heappush(heap, (-count, inv[p[0]], inv[p[1]], p[0], p[1]))
-

@@ -25,18 +25,17 @@ long stretch of text with no safe cut (e.g. Chinese without spaces) under a name
 
 from __future__ import annotations
 
-import codecs
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import regex
 
 from tokend.core.errors import InvalidInput
+from tokend.core.training.utf8 import utf8_blocks
 
 # How many bytes to read from a file at a time.
-READ_BLOCK_BYTES = 1 << 18
 # How many characters to gather before looking for pieces to hand out (small enough that
 # counting work spreads evenly over the worker processes).
 TARGET_PIECE_CHARS = 1 << 18
@@ -134,41 +133,6 @@ def _read_utf8_blocks(path: Path) -> Iterator[str]:
     """Yield the file's text in blocks; a multi-byte character may straddle two reads."""
     with path.open("rb") as f:
         yield from utf8_blocks(f.read, f"corpus file {str(path)[:100]!r}")
-
-
-def utf8_blocks(
-    read: Callable[[int], bytes], what: str, block_bytes: int = READ_BLOCK_BYTES
-) -> Iterator[str]:
-    """Decode a byte stream strictly, block by block; a bad byte is named by ``what`` and offset.
-
-    Files and ``s3://`` objects share it, so both refuse the same bytes with the same words.
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
-    while True:
-        raw = read(block_bytes)
-        try:
-            text = decoder.decode(raw, final=not raw)
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"{what} is not valid UTF-8 at byte {offset + exc.start}") from None
-        if text:
-            yield text
-        if not raw:
-            return
-        offset += len(raw)
-
-
-def utf8_length(text: str) -> int:
-    """Bytes ``text`` takes in UTF-8, cheaply for ASCII; lone surrogates are refused."""
-    if text.isascii():
-        return len(text)
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(
-            f"corpus text contains {text[exc.start]!r} (a lone surrogate), "
-            "which has no UTF-8 encoding"
-        ) from None
 
 
 def find_safe_cut(buf: str, start: int, end: int) -> int:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tokend.core.errors import CorruptData
+from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.formats import sha256_hex
 from tokend.core.patterns import NAMED_PATTERNS
 
 FORMAT_VERSION = 1
@@ -131,3 +132,65 @@ def parse_manifest(raw: bytes, path: str, *, name: str, version: int) -> dict[st
         ):
             raise CorruptData(f"{path}: manifest entry for file {file!r} lacks sha256/bytes")
     return manifest
+
+
+def manifest_factory(
+    name: str,
+    contents: Mapping[str, bytes],
+    *,
+    pat_str: str,
+    special_tokens: Mapping[str, int],
+    n_vocab: int,
+    mergeable_count: int,
+    explicit_n_vocab: int | None,
+    extra: Mapping[str, object],
+) -> Callable[[int], dict[str, Any]]:
+    """The manifest of a version about to be published, once the store assigns its number.
+
+    ``extra`` holds ``training``, ``corpus`` and the optional ``format``, ``normalizer``,
+    ``original_format`` and ``chat`` keys; a value that is not JSON is refused here, before
+    anything is written.
+    """
+    for key, value in extra.items():
+        if value is None:
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{key} metadata is not JSON-serializable: {exc}") from None
+    files = {
+        file: {"sha256": sha256_hex(data), "bytes": len(data)} for file, data in contents.items()
+    }
+
+    def manifest_for(version: int) -> dict[str, Any]:
+        manifest = build_manifest(
+            name=name,
+            version=version,
+            pat_str=pat_str,
+            special_tokens=special_tokens,
+            n_vocab=n_vocab,
+            mergeable_count=mergeable_count,
+            explicit_n_vocab=explicit_n_vocab,
+            files=files,
+            training=extra.get("training"),  # type: ignore[arg-type]
+            corpus=extra.get("corpus"),  # type: ignore[arg-type]
+        )
+        for key in ("format", "normalizer", "original_format", "chat"):
+            if extra.get(key) is not None:
+                value = extra[key]
+                manifest[key] = dict(value) if isinstance(value, Mapping) else value
+        return manifest
+
+    return manifest_for
+
+
+def builtin_manifest(name: str, spec: Mapping[str, Any], n_vocab: int) -> dict[str, Any]:
+    """The synthetic manifest of a built-in encoding, from its JSON description (``spec``)."""
+    return {
+        "name": name,
+        "builtin": True,
+        "pattern": spec["pat_str"],
+        "special_tokens": dict(spec["special_tokens"]),
+        "n_vocab": n_vocab,
+    }
+

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokend.core.builtins import BUILTIN_NAMES, load_builtin_spec
+from tokend.core.engine.builtins import BUILTIN_NAMES, load_builtin_spec
 from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.formats import (
     dump_tiktoken_bpe,
@@ -27,7 +27,7 @@ from tokend.core.formats import (
     sha256_hex,
 )
 from tokend.core.formats.files import load_file, sniff_format
-from tokend.core.hf_format import (
+from tokend.core.formats.hf_bpe import (
     ranks_from_vocab_merges,
     read_hf_tokenizer_json,
     write_hf_tokenizer_json,

@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from tokend.core.corpus import find_safe_cut
 from tokend.core.engine import ENGINE
+from tokend.core.engine.pretokenize import SCANNER_KINDS, compile_ascii_pattern, compile_pattern
 from tokend.core.errors import Cancelled, InvalidInput, TokendError
-from tokend.core.pretokenize import SCANNER_KINDS, compile_ascii_pattern, compile_pattern
+from tokend.core.training.corpus import find_safe_cut
 
 if TYPE_CHECKING:
     from tokend.core.engine._compiled import PretokenCounter
@@ -82,9 +82,10 @@ class PieceCounter:
     With the compiled engine, a named pattern's pieces are scanned and counted in C
     (``PretokenCounter`` of core/engine/_pretok.pxi: no str, list or dict entry per pretoken,
     ~5x faster). Otherwise, ASCII stretches go through the stdlib ``re`` twin of the pattern
-    (``tokend.core.pretokenize.ASCII_PATTERNS``, ~2.5x faster than ``regex``); a piece with
-    some non-ASCII text is first cut at safe points (``tokend.core.corpus``) into stretches of
-    about STRETCH_CHARS, so one accented letter does not send a whole piece down the slow path.
+    (``tokend.core.engine.pretokenize.ASCII_PATTERNS``, ~2.5x faster than ``regex``); a piece
+    with some non-ASCII text is first cut at safe points (``tokend.core.training.corpus``) into
+    stretches of about STRETCH_CHARS, so one accented letter does not send a whole piece down
+    the slow path.
     Custom patterns always use ``regex`` (whole matches, whatever groups they have). Both
     routes give the same counts.
     """

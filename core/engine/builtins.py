@@ -11,9 +11,9 @@ import threading
 from importlib import resources
 from typing import Any
 
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES
-from tokend.core.encoding import Encoding
 from tokend.core.engine import default_engine
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
+from tokend.core.engine.encoding import Encoding
 from tokend.core.errors import CorruptData, UnknownTokenizer, shown
 from tokend.core.formats import load_tiktoken_bpe
 
@@ -178,6 +178,7 @@ def get_encoding(name: str) -> Encoding:
         encoding = _encodings.get(key)
         if encoding is None:
             encoding = _build(name, DEFAULT_CACHE_ENTRIES)
+            encoding.share_as_builtin(get_encoding)  # pickles by name
             _encodings[key] = encoding
     return encoding
 
@@ -204,11 +205,6 @@ def _build(name: str, cache_entries: int) -> Encoding:
         explicit_n_vocab=spec.get("explicit_n_vocab"),
         cache_entries=cache_entries,
     )
-
-
-def is_shared_builtin(encoding: Encoding) -> bool:
-    """True for the instance :func:`get_encoding` hands out (pickled by name)."""
-    return _encodings.get((encoding.name, encoding.engine)) is encoding
 
 
 def encoding_name_for_model(model_name: str) -> str:

@@ -9,52 +9,29 @@ the caches.
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, pairwise
-from typing import Literal, TypeAlias, TypeVar
+from itertools import chain
+from typing import Any, SupportsIndex
 
-import regex
-
-from tokend.core.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
 from tokend.core.engine import Engine, EngineName, make_engine
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
+from tokend.core.engine.pretokenize import is_chunkable, last_safe_point
 from tokend.core.engine.python import flatten
-from tokend.core.errors import DisallowedSpecialToken, InvalidInput, UnknownTokenId
+from tokend.core.engine.special_tokens import (
+    AllowedSpecial,
+    DisallowedSpecial,
+    Run,
+    fixing_surrogates,
+    split_at_specials,
+    usable_specials,
+)
+from tokend.core.engine.vocab_merges import tables_from_vocab_merges
+from tokend.core.errors import InvalidInput, UnknownTokenId
 from tokend.core.patterns import GPT2_PATTERN
-from tokend.core.pretokenize import is_chunkable, last_safe_point
-
-AllowedSpecial: TypeAlias = Literal["all"] | AbstractSet[str]
-DisallowedSpecial: TypeAlias = Literal["all"] | Collection[str]
-Run: TypeAlias = Sequence[int]  # ids of one piece of a text; a text's runs concatenate
 
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
-
-
-@functools.lru_cache(maxsize=128)
-def _special_matcher(tokens: frozenset[str]) -> tuple[str, regex.Pattern[str]]:
-    """(common prefix, regex) finding any of ``tokens``; the prefix is a cheap pre-filter."""
-    ordered = sorted(tokens, key=lambda t: (-len(t), t))
-    prefix = os.path.commonprefix(ordered)  # noqa: RUF071 (strings, not paths)
-    return prefix, regex.compile("|".join(regex.escape(t) for t in ordered))
-
-
-def _replace_surrogates(text: str) -> str:
-    """tiktoken's fallback for text that is not valid UTF-8: pair surrogates, replace the rest."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-_T = TypeVar("_T")
-
-
-def _fixing_surrogates(encode: Callable[[str], _T], text: str) -> _T:
-    """``encode(text)``; if lone surrogates make that fail, of the text as tiktoken fixes it."""
-    try:
-        return encode(text)
-    except UnicodeEncodeError:
-        return encode(_replace_surrogates(text))
 
 
 class Encoding:
@@ -122,6 +99,7 @@ class Encoding:
         self._special_ids = frozenset(self._special_tokens.values())
         self._special_set = frozenset(self._special_tokens)
         self._cache_entries = cache_entries
+        self._shared_loader: Callable[[str], Encoding] | None = None
         self._engine: Engine = make_engine(
             engine,
             pat_str=pat_str,
@@ -152,51 +130,7 @@ class Encoding:
         entries that are neither a byte, a merge result nor special can be decoded but are never
         produced, as in a merges-driven BPE.
         """
-        by_bytes = {token: token_id for token_id, token in vocab.items()}
-        specials: dict[str, int] = {}
-        if isinstance(special_tokens, Mapping):
-            specials = dict(special_tokens)
-        elif special_tokens is not None:
-            next_id = max(vocab, default=-1) + 1
-            for token in special_tokens:
-                token_id = by_bytes.get(token.encode())
-                if token_id is None:
-                    token_id = next_id
-                    next_id += 1
-                specials[token] = token_id
-        special_ids = set(specials.values())
-        ids: dict[bytes, int] = {}
-        for byte in range(256):
-            single = bytes([byte])
-            if single not in by_bytes:
-                raise InvalidInput(
-                    f"vocab has no token for the byte {single!r}; byte-level BPE needs all 256"
-                )
-            ids[single] = by_bytes[single]
-        merged: list[bytes] = []
-        for index, (left, right) in enumerate(merges):
-            pair = left + right
-            if pair not in by_bytes:
-                raise InvalidInput(
-                    f"merge {index} ({left!r}, {right!r}) makes {pair!r}, which is not in vocab"
-                )
-            if pair not in ids:
-                ids[pair] = by_bytes[pair]
-                merged.append(pair)
-        merged_ids = [ids[pair] for pair in merged]
-        ranks: dict[bytes, int]
-        if all(a < b for a, b in pairwise(merged_ids)):
-            # ids already increase with merge order, so they order merges like ranks do
-            # (single-byte ranks are never compared: every pair is at least two bytes)
-            ranks = ids
-        else:
-            ranks = {bytes([b]): b for b in range(256)}
-            ranks.update((token, 256 + k) for k, token in enumerate(merged))
-        extra = {
-            token_id: token
-            for token_id, token in vocab.items()
-            if token not in ids and token_id not in special_ids
-        }
+        ranks, ids, specials, extra = tables_from_vocab_merges(vocab, merges, special_tokens)
         encoding = cls.__new__(cls)
         encoding._setup(
             name,
@@ -214,12 +148,14 @@ class Encoding:
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 
-    def __getstate__(self) -> object:
-        """Pickle the tables, not the cache or its lock (a built-in pickles as its name)."""
-        from tokend.core import builtins  # noqa: PLC0415 (builtins imports this module)
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        """A shared built-in pickles as a call to its loader (unpickled: the shared instance)."""
+        if self._shared_loader is not None:
+            return (self._shared_loader, (self.name,))
+        return super().__reduce_ex__(protocol)
 
-        if builtins.is_shared_builtin(self):
-            return self.name
+    def __getstate__(self) -> object:
+        """Pickle the tables, not the cache or its lock."""
         return {
             "name": self.name,
             "pat_str": self._pat_str,
@@ -233,15 +169,16 @@ class Encoding:
         }
 
     def __setstate__(self, state: object) -> None:
-        from tokend.core import builtins  # noqa: PLC0415 (builtins imports this module)
-
-        if isinstance(state, str):
-            self.__dict__ = builtins.get_encoding(state).__dict__
-            return
         if not isinstance(state, dict):
             raise TypeError(f"cannot unpickle an Encoding from {type(state).__name__}")
         name = state.pop("name")
         self._setup(name, **state)
+
+    def share_as_builtin(self, loader: Callable[[str], Encoding]) -> None:
+        """Mark this instance as the shared one ``loader(name)`` hands out, so that it pickles
+        by name (``tokend.core.engine.builtins`` calls this; it keeps this module free of any
+        import of the built-ins, which import it)."""
+        self._shared_loader = loader
 
     # ----------------------------------------------------------------------------- properties
 
@@ -306,11 +243,11 @@ class Encoding:
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token text as ordinary text.
 
-        >>> from tokend.core.builtins import get_encoding
+        >>> from tokend.core.engine.builtins import get_encoding
         >>> get_encoding("gpt2").encode_ordinary("hello world")
         [31373, 995]
         """
-        return _fixing_surrogates(self._engine.encode, text)
+        return fixing_surrogates(self._engine.encode, text)
 
     def encode(
         self,
@@ -325,13 +262,13 @@ class Encoding:
         control tokens is how prompts get hijacked. ``allowed_special`` ("all" or a set) makes
         such text the special id; ``disallowed_special=()`` encodes it as ordinary text.
 
-        >>> from tokend.core.builtins import get_encoding
+        >>> from tokend.core.engine.builtins import get_encoding
         >>> get_encoding("gpt2").encode("<|endoftext|>", allowed_special="all")
         [50256]
         """
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
         if usable is None:  # the common case: no runs list
-            return _fixing_surrogates(self._engine.encode, text)
+            return fixing_surrogates(self._engine.encode, text)
         return flatten(self._runs_split_at(text, usable))
 
     def count(
@@ -344,7 +281,7 @@ class Encoding:
         """``len(encode(text, ...))`` without building the list of ids."""
         usable = self._allowed_in_text(text, allowed_special, disallowed_special)
         if usable is None:
-            return _fixing_surrogates(self._engine.count, text)
+            return fixing_surrogates(self._engine.count, text)
         return sum(map(len, self._runs_split_at(text, usable)))
 
     def encode_batch(
@@ -446,7 +383,7 @@ class Encoding:
         that starts with a UTF-8 continuation byte belongs to the character before it.
         Raises UnicodeDecodeError if the tokens do not decode to valid UTF-8 (like tiktoken).
 
-        >>> from tokend.core.builtins import get_encoding
+        >>> from tokend.core.engine.builtins import get_encoding
         >>> get_encoding("gpt2").decode_with_offsets([31373, 995])
         ('hello world', [0, 5])
         """
@@ -489,52 +426,14 @@ class Encoding:
 
     def _runs_split_at(self, text: str, usable: frozenset[str] | None) -> list[Run]:
         """:meth:`_special_runs`, with tiktoken's fix for lone surrogates."""
-        return _fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
+        return fixing_surrogates(functools.partial(self._special_runs, usable=usable), text)
 
     def _allowed_in_text(
         self, text: str, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
     ) -> frozenset[str] | None:
-        """Raise if ``text`` holds disallowed special-token text (tiktoken's rules); return the
-        allowed special tokens that may split it, or None when it is all ordinary text."""
-        specials = self._special_set
-        allowed: AbstractSet[str] = specials if allowed_special == "all" else allowed_special
-        disallowed: Collection[str]
-        if disallowed_special != "all":
-            disallowed = disallowed_special
-        elif not allowed:  # the default: reuse one frozenset (its hash is kept) for the matcher
-            disallowed = specials
-        elif allowed is specials:
-            disallowed = ()
-        else:
-            disallowed = specials - allowed
-        if disallowed:
-            prefix, matcher = _special_matcher(frozenset(disallowed))
-            if not prefix or prefix in text:
-                match = matcher.search(text)
-                if match is not None:
-                    raise DisallowedSpecialToken(match.group())
-        if allowed:
-            if allowed is specials:  # "all": no per-call copy of every special
-                usable = specials
-            else:
-                usable = frozenset(s for s in allowed if s in specials)
-            if usable:
-                prefix, _ = _special_matcher(usable)
-                if not prefix or prefix in text:
-                    return usable
-        return None
+        """Raise if ``text`` holds disallowed special-token text; else the usable specials."""
+        return usable_specials(text, self._special_set, allowed_special, disallowed_special)
 
     def _special_runs(self, text: str, usable: frozenset[str] | None) -> list[Run]:
         """Split ``text`` at the ``usable`` special tokens; encode the ordinary text between."""
-        if not usable:
-            return [self._engine.encode(text)]
-        specials = self._special_tokens
-        _, matcher = _special_matcher(usable)
-        runs: list[Run] = []
-        start = 0
-        for match in matcher.finditer(text):
-            runs.append(self._engine.encode(text[start : match.start()]))
-            runs.append((specials[match.group()],))
-            start = match.end()
-        runs.append(self._engine.encode(text[start:]))
-        return runs
+        return split_at_specials(text, usable, self._special_tokens, self._engine.encode)
