@@ -45,6 +45,7 @@ from tokend.client.results import (
 )
 from tokend.client.streams import (
     Corpus,
+    check_corpus,
     encode_stream_requests,
     encode_stream_requests_async,
     text_chunks,
@@ -290,9 +291,10 @@ def get_tokenizer(tokenizer: str) -> Unary[TokenizerManifest]:
 
 def train(name: str, corpus: Corpus | None, *, vocab_size: int, special_tokens: Sequence[str],
           pattern: str, corpus_path: str, model: str, wordpiece_score: str) -> Unary[TrainJob]:
-    """The config, then the corpus streamed (its checks run as gRPC starts sending)."""
+    """The config, then the corpus streamed (the corpus is checked here, before sending)."""
     spec = TrainSpec(name, vocab_size, tuple(special_tokens), pattern, corpus_path, model,
                      wordpiece_score)
+    check_corpus(spec, corpus)
     return Unary("Train", train_requests(spec, corpus), responses.job_of)
 
 

@@ -72,14 +72,23 @@ async def encode_stream_requests_async(
 # -- Train --------------------------------------------------------------------------------------
 
 
-def train_requests(spec: TrainSpec, corpus: Corpus | None) -> Iterator[pb.TrainRequest]:
-    """The Train request stream: the config, then the corpus in ~1 MiB chunks."""
+def check_corpus(spec: TrainSpec, corpus: Corpus | None) -> None:
+    """Refuse a Train call with no corpus, two corpora or a corpus file that cannot be read,
+    before any message is sent (an error raised while gRPC iterates the requests would reach
+    the caller as UNKNOWN "Exception iterating requests!")."""
     if corpus is None and not spec.corpus_path:
         raise InvalidInput("train needs a corpus to stream or a server-side corpus_path")
     if corpus is not None and spec.corpus_path:
         raise InvalidInput(
             f"train takes a streamed corpus or corpus_path={spec.corpus_path!r}, not both"
         )
+    if isinstance(corpus, Path) and not corpus.is_file():
+        raise InvalidInput(f"corpus {str(corpus)[:200]!r} is not a readable file")
+
+
+def train_requests(spec: TrainSpec, corpus: Corpus | None) -> Iterator[pb.TrainRequest]:
+    """The Train request stream: the config, then the corpus in ~1 MiB chunks."""
+    check_corpus(spec, corpus)
     yield pb.TrainRequest(
         config=pb.TrainConfig(
             name=spec.name,

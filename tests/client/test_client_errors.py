@@ -13,6 +13,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -361,3 +362,32 @@ class TestServerStatuses:
             ):
                 dead.count_tokens("o200k_base", "x")
         assert isinstance(info.value, ConnectionError)
+
+
+TRAIN_CORPUS_CASES = [
+    ({}, "needs a corpus to stream or a server-side corpus_path"),
+    ({"corpus": "text", "corpus_path": "c.txt"}, "not both"),
+    ({"corpus": Path("/no/such/corpus.txt")}, "is not a readable file"),
+]
+
+
+class TestTrainCorpusChecks:
+    """A Train call with no corpus, two corpora or a missing file is refused before anything
+    is sent, as InvalidInput (it used to surface as UNKNOWN "Exception iterating requests!")."""
+
+    @pytest.mark.parametrize(("kwargs", "message"), TRAIN_CORPUS_CASES)
+    def test_sync(self, kwargs: dict[str, object], message: str) -> None:
+        # nothing listens on port 1: the refusal must come before anything is sent
+        with Client("127.0.0.1:1", timeout=2) as client, pytest.raises(
+            core.InvalidInput, match=message
+        ):
+            client.train("t", vocab_size=300, **kwargs)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(("kwargs", "message"), TRAIN_CORPUS_CASES)
+    def test_async(self, kwargs: dict[str, object], message: str) -> None:
+        async def run() -> None:
+            async with AsyncClient("127.0.0.1:1", timeout=2) as client:
+                with pytest.raises(core.InvalidInput, match=message):
+                    await client.train("t", vocab_size=300, **kwargs)  # type: ignore[arg-type]
+
+        asyncio.run(run())
