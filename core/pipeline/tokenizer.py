@@ -82,6 +82,11 @@ class PipelineTokenizer:
     def is_special_token(self, token: int) -> bool:
         return token in self.added.special_ids
 
+    @property
+    def byte_level(self) -> bool:
+        """Whether tokens are byte-level (GPT-2's alphabet), so each one's text stands alone."""
+        return self._byte_level
+
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, self._evictions, len(self._cache),
                          self._cache_entries)
