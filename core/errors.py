@@ -79,11 +79,16 @@ class AlreadyExists(TokendError, FileExistsError):
 class LimitExceeded(TokendError, ValueError):
     """A configured size limit was hit; the message names the limit and its value."""
 
-    def __init__(self, what: str, value: int, limit: int, flag: str | None = None) -> None:
+    def __init__(
+        self, what: str, value: int, limit: int, flag: str | None = None, *,
+        field: str | None = None,
+    ) -> None:
         self.what = what
         self.value = value
         self.limit = limit
         self.flag = flag
+        if field is not None:
+            self.field = field  # the request field at fault (a server tags BadRequest with it)
         hint = f" (raise it with {flag})" if flag else ""
         super().__init__(f"{what} is {value}, over the limit of {limit}{hint}")
 

@@ -25,10 +25,18 @@ def check(what: str, value: int, limit: int, flag: str, *, field: str | None = N
     """
     if value <= limit:
         return
-    exc = LimitExceeded(what, value, limit, flag)
+    raise hit(LimitExceeded(what, value, limit, flag), field)
+
+
+def hit(exc: LimitExceeded, field: str | None) -> LimitExceeded:
+    """Count and log a limit hit (one core found too), tagged with its request field."""
+    flag = exc.flag or "unknown"
     metrics.LIMIT_HITS.labels(flag.lstrip("-")).inc()
-    log_event("limit_hit", level=logging.WARNING, limit=flag, value=value, max=limit, field=field)
-    raise with_field(exc, field) if field is not None else exc
+    log_event("limit_hit", level=logging.WARNING, limit=flag, value=exc.value, max=exc.limit,
+              field=field)
+    if field is not None:
+        with_field(exc, field)
+    return exc
 
 
 def utf8_len(text: str) -> int:

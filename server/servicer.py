@@ -25,11 +25,14 @@ from tokend.core.counting import (
     version_chat_model,
 )
 from tokend.core.counting.chat import budget_fit
+from tokend.core.counting.sizes import check_chat_sizes
+from tokend.core.counting.tools import parse_tools
 from tokend.core.counting.truncation import Keep
 from tokend.core.engine.builtins import builtin_n_vocab
 from tokend.core.errors import (
     DisallowedSpecialToken,
     InvalidInput,
+    LimitExceeded,
     TokendError,
     UnknownTokenId,
     shown,
@@ -197,13 +200,14 @@ class TokenizerService(TrainingService):
             raise with_field(InvalidInput("CountTokens needs a tokenizer or a model"), "tokenizer")
         served = self._served(ref)
         enc = served.encoding
-        items = len(request.texts) + len(request.messages)
+        parts = sum(len(m.parts) for m in request.messages)
+        items = len(request.texts) + len(request.messages) + parts
         if items == 0:
             raise with_field(
                 InvalidInput("CountTokens needs texts or messages; both are empty"), "texts"
             )
-        limits.check("texts + messages batch size", items, self.config.max_batch, "--max-batch",
-                     field="texts")
+        limits.check("texts + messages + content parts batch size", items,
+                     self.config.max_batch, "--max-batch", field="texts")
         allowed, disallowed = special_policy(request.special_tokens, enc, default=frozenset())
 
         def count(text: str, field: str) -> int:
@@ -258,7 +262,12 @@ class TokenizerService(TrainingService):
             message_dict(m, f"messages[{i}]", self.config.max_text_bytes)
             for i, m in enumerate(request.messages)
         ]
-        tools = tools_list(request.tools_json)
+        try:
+            check_chat_sizes(messages, max_text_bytes=self.config.max_text_bytes,
+                             max_items=self.config.max_batch - len(request.texts))
+        except LimitExceeded as exc:
+            raise limits.hit(exc, getattr(exc, "field", "messages")) from None
+        tools = tools_list(request.tools_json, self.config.max_text_bytes)
         limits.check_alive(context)
         try:
             if not served.resolved.builtin:
@@ -294,6 +303,7 @@ class TokenizerService(TrainingService):
         if keep is None:
             raise with_field(InvalidInput(f"unknown keep {request.keep}"), "keep")
         marker = request.marker if request.HasField("marker") else "…"
+        limits.check_text(marker, self.config.max_text_bytes, "marker")
         try:
             result = truncate(served.encoding, request.text, request.max_tokens, keep=keep,
                               marker=marker)
@@ -537,18 +547,15 @@ def message_dict(message: pb.ChatMessage, field: str, max_bytes: int) -> dict[st
     return out
 
 
-def tools_list(tools_json: str) -> list[dict[str, Any]] | None:
-    """The tool definitions of a request (a JSON array), or None."""
+def tools_list(tools_json: str, max_bytes: int) -> list[dict[str, Any]] | None:
+    """The tool definitions of a request (a JSON array, schemas checked), or None."""
     if not tools_json:
         return None
+    limits.check_text(tools_json, max_bytes, "tools_json")
     try:
-        tools = json.loads(tools_json)
-    except ValueError as exc:
-        raise with_field(InvalidInput(f"tools_json is not JSON: {exc}"), "tools_json") from None
-    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise with_field(InvalidInput("tools_json must be a JSON array of tool objects"),
-                         "tools_json")
-    return tools
+        return parse_tools(tools_json)
+    except InvalidInput as exc:
+        raise with_field(exc, "tools_json") from None
 
 
 def tool_choice(value: str) -> str | dict[str, Any] | None:

@@ -30,6 +30,7 @@ from tokend.core.counting.tools import (
     TOOL_CHOICE_NAMED_TOKENS,
     TOOL_CHOICE_NONE_TOKENS,
     TOOLS_TOKENS,
+    check_tools,
     format_function_definitions,
     tool_choice_name,
 )
@@ -105,6 +106,8 @@ def count_chat(
     >>> count_chat([{"role": "user", "content": "hello"}], model="gpt-4o").total
     8
     """
+    if tools:
+        check_tools(tools)
     info = model_info
     if info is None and model:
         info = (catalogue or default_catalogue()).find(model)

@@ -154,8 +154,9 @@ def _ts_type(spec: Mapping[str, Any]) -> str:
             return "any[]" + nullable
         simple = {"string": "string[]", "number": "number[]", "integer": "number[]",
                   "boolean": "boolean[]"}
-        if items.get("type") in simple:
-            return simple[items["type"]] + nullable
+        item_kind = items.get("type")
+        if isinstance(item_kind, str) and item_kind in simple:
+            return simple[item_kind] + nullable
         inner = _ts_type(items)
         typed = "any[]" if inner == "object | object" or len(inner) > 50 else inner + "[]"
         return typed + nullable
@@ -163,7 +164,7 @@ def _ts_type(spec: Mapping[str, Any]) -> str:
         return " | ".join(kind) if len(kind) > 1 else str(kind[0])
     if kind == "string":
         if spec.get("enum"):
-            return '"' + '" | "'.join(spec["enum"]) + '"'
+            return '"' + '" | "'.join(str(v) for v in spec["enum"]) + '"'
         return "string" + nullable
     if kind in ("number", "integer"):
         return "number"

@@ -26,9 +26,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokend.core.errors import InvalidInput
+from tokend.core.errors import InvalidInput, shown
 
 TOOLS_TOKENS = 9
+# Deepest nesting of a tool's parameters (objects in properties, arrays in items) that is
+# counted; real tool schemas nest a few levels, and the renderers recurse once per level.
+MAX_SCHEMA_DEPTH = 32
 SYSTEM_MESSAGE_DISCOUNT = 4
 TOOL_CHOICE_NONE_TOKENS = 1
 TOOL_CHOICE_NAMED_TOKENS = 7
@@ -43,6 +46,93 @@ def function_of(tool: Mapping[str, Any], index: int) -> Mapping[str, Any]:
             '{"type": "function", "function": {"name": ..., "parameters": {...}}}'
         )
     return function
+
+
+def parse_tools(text: str, field: str = "tools_json") -> list[dict[str, Any]]:
+    """Tool definitions from their JSON text (a JSON array of tool objects), checked.
+
+    >>> parse_tools('[{"type": "function", "function": {"name": "f"}}]')[0]["function"]
+    {'name': 'f'}
+    """
+    try:
+        tools = json.loads(text)
+    except RecursionError:
+        raise InvalidInput(f"{field} nests too deep to read; tool schemas may nest at most "
+                           f"{MAX_SCHEMA_DEPTH} levels") from None
+    except ValueError as exc:
+        raise InvalidInput(f"{field} is not JSON: {exc}") from None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise InvalidInput(f"{field} must be a JSON array of tool objects")
+    check_tools(tools)
+    return tools
+
+
+def check_tools(tools: Sequence[Any]) -> None:
+    """Refuse tool definitions the renderers cannot read, naming the field at fault.
+
+    Each tool is ``{"type": "function", "function": {"name": str, "parameters": schema}}`` (or
+    the bare function); a schema is a JSON object whose ``properties`` is an object of schemas,
+    ``required`` a list of names, ``type`` a name or a list of names, ``enum`` a list and
+    ``items`` a schema, nested at most MAX_SCHEMA_DEPTH deep.
+
+    >>> check_tools([{"name": "f", "parameters": {"properties": []}}])
+    Traceback (most recent call last):
+    tokend.core.errors.InvalidInput: tools[0].parameters.properties must be a JSON object ...
+    """
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise InvalidInput(f"tools[{i}] must be a JSON object, not {_kind(tool)}")
+        function = function_of(tool, i)
+        where = f"tools[{i}]" + (".function" if "function" in tool else "")
+        parameters = function.get("parameters")
+        if parameters is not None:
+            _check_schema(parameters, f"{where}.parameters", 0)
+
+
+def _check_schema(schema: Any, where: str, depth: int) -> None:
+    if not isinstance(schema, Mapping):
+        raise InvalidInput(f"{where} must be a JSON object (a JSON Schema), not {_kind(schema)}")
+    if depth > MAX_SCHEMA_DEPTH:
+        raise InvalidInput(f"{where} nests deeper than {MAX_SCHEMA_DEPTH} levels, the most a "
+                           "tool schema may nest")
+    kind = schema.get("type")
+    if kind is not None and not isinstance(kind, str) and not (
+        isinstance(kind, list) and all(isinstance(k, str) for k in kind)
+    ):
+        raise InvalidInput(f"{where}.type must be a type name or a list of type names, "
+                           f"not {shown(kind, 40)}")
+    for key in ("enum", "required"):
+        value = schema.get(key)
+        if value is not None and not isinstance(value, list):
+            raise InvalidInput(f"{where}.{key} must be a JSON array, not {_kind(value)}")
+    required = schema.get("required") or []
+    if not all(isinstance(name, str) for name in required):
+        raise InvalidInput(f"{where}.required must list property names (strings)")
+    properties = schema.get("properties")
+    if properties is not None:
+        if not isinstance(properties, Mapping):
+            raise InvalidInput(f"{where}.properties must be a JSON object (property name -> "
+                               f"schema), not {_kind(properties)}")
+        for name, prop in properties.items():
+            _check_schema(prop, f"{where}.properties.{shown(name, 40)}", depth + 1)
+    items = schema.get("items")
+    if items is not None and items != {}:
+        _check_schema(items, f"{where}.items", depth + 1)
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of a value, for messages: ``a list``, ``a number``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "an object"
 
 
 def format_function_definitions(tools: Sequence[Mapping[str, Any]]) -> str:

@@ -13,11 +13,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.errors import CorruptData, InvalidInput, shown
 from tokend.core.formats import sha256_hex
 from tokend.core.patterns import NAMED_PATTERNS
 
 FORMAT_VERSION = 1
+# Token ids travel as uint32 (the proto's vocab_size, special token ids, Decode's ids): a
+# manifest counting more, or naming an id outside that range, cannot be served.
+MAX_TOKEN_ID = 2**32 - 1
 MANIFEST_FILE = "manifest.json"
 RANKS_FILE = "ranks.tiktoken"
 
@@ -121,9 +124,16 @@ def parse_manifest(raw: bytes, path: str, *, name: str, version: int) -> dict[st
             f"{path}: manifest says {manifest['name']}@{manifest['version']}, "
             f"but it is stored as {name}@{version}"
         )
+    if not 0 < manifest["n_vocab"] <= MAX_TOKEN_ID:
+        raise CorruptData(
+            f"{path}: manifest field 'n_vocab' is {manifest['n_vocab']}, outside 1 .. "
+            f"{MAX_TOKEN_ID} (ids are uint32); republish the version"
+        )
     for token, token_id in manifest["special_tokens"].items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool):
-            raise CorruptData(f"{path}: special token {token!r} has id {token_id!r}")
+        if (not isinstance(token_id, int) or isinstance(token_id, bool)
+                or not 0 <= token_id <= MAX_TOKEN_ID):
+            raise CorruptData(f"{path}: special token {shown(token)} has id {shown(token_id)} "
+                              f"(ids are uint32: 0 .. {MAX_TOKEN_ID})")
     for file, info in manifest["files"].items():
         if (
             not isinstance(info, dict)

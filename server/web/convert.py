@@ -51,12 +51,27 @@ def parse_body(data: bytes) -> dict[str, Any]:
     """
     text = data.decode("utf-8", errors="surrogateescape")
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise invalid("request", "the body nests deeper than JSON is read here (about 900 "
+                      "levels); no request field nests that deep") from None
     except ValueError as exc:
         raise invalid("request", f"the body is not JSON ({exc}); send a JSON object "
                       "with the request's fields") from None
     if not isinstance(value, dict):
         raise invalid("request", f"the body must be a JSON object, not {_kind(value)}")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (which a last-wins reader would hide)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {shown(key)} is given twice in one object")
+            seen.add(key)
     return value
 
 
@@ -134,9 +149,12 @@ def _scalar(field: Any, value: Any, path: str) -> Any:
 def _enum(enum: Any, value: Any, path: str) -> int:
     """An enum value by number (unknown numbers pass: the servicer names them) or by name,
     full (``DISALLOWED_SPECIAL_NONE``) or without the type's prefix (``none``)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
     names = [v.name for v in enum.values]
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -(2**31) <= value < 2**31:  # an enum is an int32 on the wire
+            return value
+        raise invalid(path, f"unknown {enum.name} {shown(value)}: enum numbers are int32; one "
+                      f"of {[n.removeprefix(_common_prefix(names)).lower() for n in names]}")
     prefix = _common_prefix(names)
     if isinstance(value, str):
         wanted = _utf8(value, path).upper()

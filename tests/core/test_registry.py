@@ -385,6 +385,25 @@ class TestCorruption:
         assert reg.load_data("other").ranks == small_ranks()
         assert [p.ref for p in reg.verify()] == ["tok@1"]
 
+    @pytest.mark.parametrize("field, value", [
+        ("n_vocab", 2**40), ("n_vocab", 2**32), ("n_vocab", 0), ("special_tokens", {"<x>": 2**32}),
+        ("special_tokens", {"<x>": -1}),
+    ])
+    def test_manifest_ids_outside_uint32_are_corrupt(
+        self, reg: Registry, raw: LocalRaw | S3Raw, field: str, value: object
+    ) -> None:
+        """Ids travel as uint32: a manifest beyond that is CorruptData (was INTERNAL when
+        GetTokenizer filled vocab_size) and ``verify`` reports it."""
+        publish(reg)
+        manifest = json.loads(raw.read("tok/1/manifest.json"))
+        manifest[field] = value
+        raw.write("tok/1/manifest.json", json.dumps(manifest).encode())
+        with pytest.raises(CorruptData, match=r"uint32"):
+            reg.manifest("tok")
+        problems = reg.verify()
+        assert [p.ref for p in problems] == ["tok@1"]
+        assert "uint32" in problems[0].message
+
     def test_manifest_naming_another_version_is_corrupt(
         self, reg: Registry, raw: LocalRaw | S3Raw
     ) -> None:

@@ -18,7 +18,15 @@ from typing import Any
 from urllib.parse import quote, quote_from_bytes
 
 import pytest
-from bad_inputs import CATALOGUE, GARBAGE, INVALID_UTF8, PLACEHOLDER, Case, http_status
+from bad_inputs import (
+    CATALOGUE,
+    GARBAGE,
+    INVALID_UTF8,
+    PLACEHOLDER,
+    Case,
+    deep_tool,
+    http_status,
+)
 from google.protobuf.message import Message
 from http_api import HttpServed, call
 
@@ -120,6 +128,20 @@ ONLY_HTTP: list[tuple[str, str, str, bytes | None, int, str | None, str]] = [
     ("unknown-mode-name", "POST", "/tokenize",
      b'{"tokenizer": "gpt2", "texts": "a", "special_tokens": {"disallowed_mode": "some"}}', 400,
      "special_tokens.disallowed_mode", "unknown DisallowedSpecial 'some'"),
+    ("mode-number-2^40", "POST", "/tokenize",
+     b'{"tokenizer": "gpt2", "texts": "a", "special_tokens": {"disallowed_mode": 1099511627776}}',
+     400, "special_tokens.disallowed_mode", "enum numbers are int32"),
+    ("tools-nested-1000", "POST", "/count",
+     b'{"tokenizer": "gpt2", "messages": [{"role": "user", "content": "a"}], "tools_json": '
+     + deep_tool(1000).encode() + b"}", 400, "request", "nests deeper"),
+    ("tools-nested-40", "POST", "/count",
+     b'{"tokenizer": "gpt2", "messages": [{"role": "user", "content": "a"}], "tools_json": '
+     + deep_tool(40).encode() + b"}", 400, "tools_json", "nests deeper than 32"),
+    ("duplicate-key", "POST", "/count", b'{"tokenizer": "gpt2", "texts": ["a"], "texts": ["b"]}',
+     400, "request", "'texts' is given twice"),
+    ("body-nested-100000", "POST", "/count",
+     b'{"tokenizer": "gpt2", "texts": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400,
+     "request", "nests deeper"),
     ("lone-surrogate", "POST", "/tokenize", b'{"tokenizer": "gpt2", "texts": ["ok", "\\ud800"]}',
      400, "texts[1]", "must be valid UTF-8"),
     ("body-too-large", "POST", "/tokenize", BIG, 413, "request", "--max-message-bytes"),

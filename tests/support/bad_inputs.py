@@ -125,6 +125,18 @@ def _train(config: pb.TrainConfig, *chunks: bytes) -> tuple[bytes, ...]:
     return ser(pb.TrainRequest(config=config), *(pb.TrainRequest(corpus_chunk=c) for c in chunks))
 
 
+TOOL_PROPERTIES_LIST = ('[{"type": "function", "function": {"name": "f", "parameters": '
+                        '{"type": "object", "properties": ["a", "b"]}}}]')
+TOOL_ENUM_NUMBER = ('[{"type": "function", "function": {"name": "f", "parameters": {"type": '
+                    '"object", "properties": {"unit": {"type": "string", "enum": 3}}}}}]')
+
+
+def deep_tool(depth: int) -> str:
+    """tools_json whose parameters nest ``depth`` objects deep."""
+    nested = '{"type": "object", "properties": {"a": ' * depth + "{}" + "}}" * depth
+    return '[{"type": "function", "function": {"name": "f", "parameters": ' + nested + "}}]"
+
+
 def _case(  # noqa: PLR0917 - positional rows read as a table
     id: str, rpc: str, what: str, request: Sequence[bytes], code: str, field: str, rule: str,
     metadata: tuple[tuple[str, str], ...] = (), *, error: type[E.TokendError] | None = None,
@@ -317,6 +329,35 @@ CATALOGUE: tuple[Case, ...] = (
     _case("count-tools-json", "CountTokens", "tools_json that is not JSON",
           _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
                  tools_json="{nope"), IA, "tools_json", "not JSON"),
+    _case("count-tools-properties-list", "CountTokens", "a tool whose properties is a list",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json=TOOL_PROPERTIES_LIST), IA, "tools_json",
+          "tools[0].function.parameters.properties must be a JSON object"),
+    _case("count-tools-parameters-number", "CountTokens", "a tool whose parameters is a number",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json='[{"type": "function", "function": {"name": "f", "parameters": 7}}]'),
+          IA, "tools_json", "parameters must be a JSON object"),
+    _case("count-tools-enum-number", "CountTokens", "a tool property whose enum is a number",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json=TOOL_ENUM_NUMBER), IA, "tools_json", "enum must be a JSON array"),
+    _case("count-tools-deep", "CountTokens", "a tool schema nested 1,000 deep",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json=deep_tool(1000)), IA, "tools_json", "nest"),
+    _case("count-tools-json-size", "CountTokens", "tools_json over --max-text-bytes",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", content="a")],
+                 tools_json="[" + " " * 70000 + "]"), RE, "tools_json", "--max-text-bytes"),
+    _case("count-tool-arguments-size", "CountTokens",
+          "tool_calls[].function.arguments over --max-text-bytes",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="assistant", tool_calls=[
+              pb.ToolCall(id="c1", name="f", arguments="é" * 40000)])]), RE,
+          "messages[0].tool_calls[0].function.arguments", "--max-text-bytes"),
+    _case("count-tool-call-id-size", "CountTokens", "tool_call_id over --max-text-bytes",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="tool", content="ok",
+                                                        tool_call_id="x" * 70000)]), RE,
+          "messages[0].tool_call_id", "--max-text-bytes"),
+    _case("count-parts-batch", "CountTokens", "content parts over --max-batch",
+          _count(tokenizer=O2, messages=[pb.ChatMessage(role="user", parts=[
+              pb.ContentPart(text="a")] * 20)]), RE, "texts", "--max-batch"),
     _case("count-image-size", "CountTokens", "image part without its size",
           _count(model="gpt-4o", messages=[pb.ChatMessage(role="user", parts=[
               pb.ContentPart(image=pb.ImagePart(url="https://x/y.png"))])]), IA,
@@ -334,6 +375,9 @@ CATALOGUE: tuple[Case, ...] = (
     _case("truncate-marker", "Truncate", "marker larger than max_tokens",
           _truncate(tokenizer=O2, text="a b c d e f", max_tokens=1, keep=pb.TRUNCATE_KEEP_BOTH,
                     marker=" [... cut ...] "), IA, "max_tokens", "alone is"),
+    _case("truncate-marker-size", "Truncate", "marker over --max-text-bytes",
+          _truncate(tokenizer=O2, text="a b c", max_tokens=1, marker="é" * 40000), RE,
+          "marker", "--max-text-bytes"),
     _case("truncate-utf8", "Truncate", "invalid UTF-8 in the text",
           (bad_utf8(pb.TruncateRequest(tokenizer=O2, text=PLACEHOLDER, max_tokens=1)),), IA,
           "text", UTF8_RULE),

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["chat", "chunking", "images", "prompt", "templates", "truncation"]
+MODULES = ["chat", "chunking", "images", "prompt", "sizes", "templates", "tools", "truncation"]
 
 
 @pytest.mark.parametrize("name", MODULES)
