@@ -28,7 +28,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 from tokend.core.training import TrainedTokenizer, train_tokenizer
-from tokend.core.training.kinds import WORDPIECE_SCORES
+from tokend.core.training.spec import WORDPIECE_SCORES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data" / "corpora"

@@ -52,8 +52,17 @@ if TYPE_CHECKING:
         TokenizerInfo,
         VersionInfo,
     )
-    from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
-    from tokend.core.training.byte_bpe import TrainResult, TrainStats, train_bpe
+    from tokend.core.registry.publish import publish_trained
+    from tokend.core.training import (
+        MODEL_KINDS,
+        TrainedTokenizer,
+        TrainResult,
+        TrainSpec,
+        TrainStats,
+        train,
+        train_tokenizer,
+    )
+    from tokend.core.training.byte_bpe import train_bpe
 
 # Everything but the errors loads on first use (PEP 562), so that `import tokend.core.errors`
 # (the client's only dependency on core) does not pull in the encoder, trainer and registry.
@@ -76,9 +85,10 @@ _LAZY: dict[str, str] = {
     "TokenizerData": "tokend.core.registry",
     "TokenizerInfo": "tokend.core.registry",
     "MODEL_KINDS": "tokend.core.training",
-    "TrainResult": "tokend.core.training.byte_bpe",
+    "TrainResult": "tokend.core.training",
+    "TrainSpec": "tokend.core.training",
     "TrainedTokenizer": "tokend.core.training",
-    "TrainStats": "tokend.core.training.byte_bpe",
+    "TrainStats": "tokend.core.training",
     "VersionInfo": "tokend.core.registry",
     "encoding_for_model": "tokend.core.engine.builtins",
     "encoding_name_for_model": "tokend.core.engine.builtins",
@@ -86,7 +96,9 @@ _LAZY: dict[str, str] = {
     "list_encoding_names": "tokend.core.engine.builtins",
     "read_hf_tokenizer_json": "tokend.core.formats.hf_bpe",
     "train_bpe": "tokend.core.training.byte_bpe",
+    "train": "tokend.core.training",
     "train_tokenizer": "tokend.core.training",
+    "publish_trained": "tokend.core.registry.publish",
     "write_hf_tokenizer_json": "tokend.core.formats.hf_bpe",
 }
 
@@ -115,6 +127,7 @@ __all__ = [
     "TokenizerData",
     "TokenizerInfo",
     "TrainResult",
+    "TrainSpec",
     "TrainStats",
     "TrainedTokenizer",
     "TruncateResult",
@@ -127,7 +140,9 @@ __all__ = [
     "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
+    "publish_trained",
     "read_hf_tokenizer_json",
+    "train",
     "train_bpe",
     "train_tokenizer",
     "truncate",

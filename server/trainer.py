@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from tokend.core.errors import Cancelled
-from tokend.core.registry import Registry, VersionInfo
-from tokend.core.training import TrainedTokenizer, train_tokenizer
-from tokend.core.training.byte_bpe import TrainResult
-from tokend.core.training.kinds import DEFAULT_MODEL
+from tokend.core.registry import Registry
+from tokend.core.registry.publish import publish_trained, training_record
+from tokend.core.training import TrainSpec, train
 from tokend.server.jobs import (
     CANCELLED,
     FAILED,
@@ -102,22 +101,19 @@ def run(job_dir: Path, registry_root: Path | str, workers: int) -> int:
     progress.start()
     try:
         corpus = Path(job["corpus_file"])
-        model = cfg.get("model", DEFAULT_MODEL)
-        result = train_tokenizer(
-            [str(corpus)],
-            cfg["vocab_size"],
-            cfg["special_tokens"],
-            model=model,
-            pattern=cfg["pattern"],
-            wordpiece_score=cfg.get("wordpiece_score") or None,
-            workers=workers,
-            progress=progress,
-            should_stop=should_stop,
-        )
+        spec = TrainSpec.from_dict(cfg)
+        result = train([str(corpus)], spec, workers=workers, progress=progress,
+                       should_stop=should_stop)
         if store.cancel_requested(job_id):
             raise Cancelled("cancelled before publishing")
         progress("publish", 0, 1)
-        info = _publish(Registry(registry_root), cfg, job_id, result, corpus)
+        info = publish_trained(
+            Registry(registry_root),
+            cfg["name"],
+            result,
+            training=training_record(spec, result, job_id=job_id),
+            corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
+        )
         progress("publish", 1, 1)
     except Cancelled as exc:
         progress.stop()
@@ -132,43 +128,12 @@ def run(job_dir: Path, registry_root: Path | str, workers: int) -> int:
     # A finished job ("done") shows what it did: its merges (a small job may end before any
     # heartbeat has shown a number), not the one-step publish phase's 1/1.
     # merges (BPE kinds, WordPiece) or pieces kept (char, unigram)
-    merges = len(result.merges) if isinstance(result, TrainResult) else result.stats.steps
+    merges = result.stats.steps
     merge_seconds = float(result.stats.seconds.get("merge", 0.0))
     store.finish(job_id, SUCCEEDED, published=info.ref, done=merges,
                  total=merges, rate=merges / merge_seconds if merge_seconds > 0 else 0.0,
                  eta_seconds=0.0)
     return 0
-
-
-def _publish(
-    registry: Registry, cfg: dict[str, Any], job_id: str,
-    result: TrainResult | TrainedTokenizer, corpus: Path,
-) -> VersionInfo:
-    """A new registry version: tiktoken ranks (byte-bpe) or the exported tokenizer.json."""
-    training: dict[str, Any] = {
-        "model": result.model,
-        "vocab_size": cfg["vocab_size"],
-        "special_tokens": cfg["special_tokens"],
-        "job_id": job_id,
-        "stats": result.stats.to_dict(),
-    }
-    if isinstance(result, TrainResult):
-        training["pattern"] = cfg["pattern"]
-        training["pattern_name"] = result.pattern_name
-        return registry.publish(
-            cfg["name"],
-            ranks=result.mergeable_ranks(),
-            pat_str=result.pattern,
-            special_tokens=result.special_tokens,
-            training=training,
-            corpus={"sha256": file_digest(corpus), "bytes": corpus.stat().st_size},
-        )
-    if cfg.get("wordpiece_score"):
-        training["wordpiece_score"] = cfg["wordpiece_score"]
-    training["corpus"] = {"sha256": file_digest(corpus), "bytes": corpus.stat().st_size}
-    return registry.publish_file(
-        cfg["name"], fmt="hf-json", data=result.tokenizer_json_bytes(), training=training
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

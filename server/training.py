@@ -18,26 +18,18 @@ from typing import Any
 
 import grpc
 
-from tokend.core.engine.builtins import list_encoding_names
 from tokend.core.errors import (
-    AlreadyExists,
     FailedPrecondition,
     InvalidInput,
     TokendError,
     shown,
     storage_error,
 )
-from tokend.core.names import check_name
-from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, resolve_pattern
-from tokend.core.training.kinds import (
-    DEFAULT_MODEL,
-    DEFAULT_UNK_TOKEN,
-    check_model,
-    check_wordpiece_score,
-)
+from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
+from tokend.core.training.spec import DEFAULT_MODEL, TrainSpec
 from tokend.server import limits
 from tokend.server.config import ServerConfig
-from tokend.server.errors import with_field
+from tokend.server.errors import field_of, with_field
 from tokend.server.jobs import (
     CANCELLED,
     CORPUS_FILE,
@@ -53,7 +45,6 @@ from tokend.server.logs import log_event
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
-BYTE_TOKENS = 256
 WATCH_POLL_SECONDS = 0.1
 
 _STATES = {
@@ -101,59 +92,22 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         return pb.TrainResponse(job=job_to_proto(job))
 
     def _check_config(self, cfg: pb.TrainConfig) -> dict[str, Any]:
-        try:
-            check_name(cfg.name)
-        except TokendError as exc:
-            raise with_field(exc, "config.name") from None
-        if cfg.name in list_encoding_names():  # refused now, not after the whole training
-            raise with_field(
-                AlreadyExists(f"{shown(cfg.name)} is a built-in encoding (read-only); choose "
-                              "another name"),
-                "config.name",
-            )
-        specials = list(cfg.special_tokens)
-        for i, token in enumerate(specials):
-            if not token or specials.index(token) != i:
-                raise with_field(
-                    InvalidInput(f"special token {shown(token)} is empty or listed twice"),
-                    f"config.special_tokens[{i}]",
-                )
-        try:
-            model = check_model(cfg.model or DEFAULT_MODEL)
-        except TokendError as exc:
-            raise with_field(exc, "config.model") from None
-        try:
-            wordpiece_score = check_wordpiece_score(cfg.wordpiece_score, model)
-        except TokendError as exc:
-            raise with_field(exc, "config.wordpiece_score") from None
-        if model == "byte-bpe":
-            minimum = BYTE_TOKENS + len(specials)
-            why = f"256 byte tokens + {len(specials)} special tokens"
-        else:  # the unknown token is added unless listed
-            minimum = len(specials) + (DEFAULT_UNK_TOKEN not in specials) + 1
-            why = f"{minimum - 1} special tokens incl. {DEFAULT_UNK_TOKEN}, + 1"
-        if cfg.vocab_size < minimum:
-            raise with_field(
-                InvalidInput(f"vocab_size {cfg.vocab_size} is below the minimum {minimum} "
-                             f"for model {model} ({why})"),
-                "config.vocab_size",
-            )
+        """The job's config: the TrainSpec rules (core), then this server's limits."""
+        spec = TrainSpec(
+            vocab_size=cfg.vocab_size,
+            special_tokens=tuple(cfg.special_tokens),
+            model=cfg.model or DEFAULT_MODEL,
+            pattern=cfg.pattern or DEFAULT_TRAIN_PATTERN,
+            wordpiece_score=cfg.wordpiece_score,
+            name=cfg.name,
+        )
         limits.check("vocab_size", cfg.vocab_size, self.config.max_vocab_size,
                      "--max-vocab-size", field="config.vocab_size")
-        pattern = cfg.pattern or DEFAULT_TRAIN_PATTERN
         try:
-            resolve_pattern(pattern)
+            spec = spec.checked()
         except TokendError as exc:
-            raise with_field(exc, "config.pattern") from None
-        return {
-            "name": cfg.name,
-            "vocab_size": cfg.vocab_size,
-            "special_tokens": specials,
-            "pattern": pattern,
-            "corpus_path": cfg.corpus_path,
-            "model": model,
-            "wordpiece_score": wordpiece_score,
-        }
+            raise with_field(exc, f"config.{field_of(exc) or 'name'}") from None
+        return {**spec.to_dict(), "corpus_path": cfg.corpus_path}
 
     def _train_dir_file(self, relative: str) -> tuple[Path, int]:
         """Resolve a corpus path inside --train-dir; refuse anything that escapes it."""

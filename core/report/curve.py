@@ -22,7 +22,8 @@ from tokend.core.errors import InvalidInput
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
 from tokend.core.report.metrics import encode_text
 from tokend.core.tokenizer import Tokenizer
-from tokend.core.training.byte_bpe import TrainResult, train_bpe
+from tokend.core.training.byte_bpe import train_bpe
+from tokend.core.training.result import TrainedTokenizer
 
 CorpusPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 DEFAULT_SIZES = (300, 500, 1_000, 5_000, 10_000)
@@ -88,13 +89,15 @@ def train_kind(
     return tokenizer
 
 
-def bpe_prefix_encoding(result: TrainResult, merges: int, name: str) -> Encoding:
+def bpe_prefix_encoding(result: TrainedTokenizer[bytes], merges: int, name: str) -> Encoding:
     """The encoding of ``result`` cut to its first ``merges`` merges (no special tokens).
 
     >>> r = train_bpe(iter(["low lower lowest"]), 258)
     >>> bpe_prefix_encoding(r, 1, "cut").n_vocab
     257
     """
+    if result.pattern is None:
+        raise InvalidInput(f"a {result.model} tokenizer has no merges of byte tokens to cut")
     last = 256 + merges
     ranks: dict[bytes, int] = {}
     special_ids = set(result.special_tokens.values())

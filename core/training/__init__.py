@@ -1,4 +1,5 @@
-"""Training every tokenizer family: ``train_tokenizer`` and what it returns.
+"""Training every tokenizer family: one spec (``TrainSpec``), one entry point (``train``,
+or ``train_tokenizer`` with keyword arguments), one result type (``TrainedTokenizer``).
 
 One module per kind (``char``, ``word_bpe``, ``wordpiece``, ``unigram``; byte-level BPE is
 ``tokend.core.training.byte_bpe``), the shared merge loop (``pair_merge``), corpus -> word counts
@@ -8,7 +9,18 @@ byte-level BPE counting phase as Ray tasks (``ray_count``) and ``s3://`` corpora
 
 from __future__ import annotations
 
-from tokend.core.training.kinds import MODEL_KINDS, check_model, train_tokenizer
-from tokend.core.training.result import KindStats, TrainedTokenizer
+from tokend.core.training.kinds import train, train_tokenizer
+from tokend.core.training.result import KindStats, TrainedTokenizer, TrainResult, TrainStats
+from tokend.core.training.spec import MODEL_KINDS, TrainSpec, check_model
 
-__all__ = ["MODEL_KINDS", "KindStats", "TrainedTokenizer", "check_model", "train_tokenizer"]
+__all__ = [
+    "MODEL_KINDS",
+    "KindStats",
+    "TrainResult",
+    "TrainSpec",
+    "TrainStats",
+    "TrainedTokenizer",
+    "check_model",
+    "train",
+    "train_tokenizer",
+]

@@ -17,13 +17,11 @@ stale entries are fixed up lazily when they reach the top.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tokend.core.engine.encoding import Encoding
 from tokend.core.errors import InvalidInput, LimitExceeded
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
 from tokend.core.training import corpus as corpus_io
@@ -31,6 +29,8 @@ from tokend.core.training.byte_merges import MergeLearner
 from tokend.core.training.corpus import CorpusInput, Splitter, open_sources
 from tokend.core.training.pretoken_count import CountPool, PieceCounter, use_compiled
 from tokend.core.training.progress import ProgressFn, StopFn, Throttle
+from tokend.core.training.result import TrainedTokenizer, TrainStats
+from tokend.core.training.spec import TrainSpec
 from tokend.core.training.utf8 import utf8_length
 
 Pair = tuple[bytes, bytes]
@@ -41,78 +41,6 @@ BATCH_CHARS = 1 << 18
 MAX_WORKERS = 256
 # Where the counting phase runs: worker processes here, or tasks on a Ray cluster.
 COUNTERS = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class TrainStats:
-    """What training saw and how long each phase took."""
-
-    bytes_read: int  # UTF-8 bytes of input, special tokens included
-    documents: int  # non-empty documents (text between special tokens / stream ends)
-    pretokens: int  # pretoken occurrences
-    distinct_pretokens: int
-    merges: int  # merges learned
-    stopped_early: bool  # True when the corpus ran out of pairs before vocab_size
-    workers: int  # counting processes used (1 = counted in this process; Ray: tasks)
-    seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready dict (for manifests and the Train RPC)."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """A trained byte-level BPE tokenizer: vocab, merges in order, special tokens, pattern."""
-
-    vocab: dict[int, bytes]  # id -> token bytes (special tokens as their UTF-8 bytes)
-    merges: list[Pair]  # in the order learned; merge i made token id 256 + i
-    special_tokens: dict[str, int]  # text -> id, after the merges
-    pattern: str  # the pretokenization regex
-    pattern_name: str | None  # "gpt2" / "cl100k" / "o200k", or None for a custom regex
-    vocab_size: int  # as requested; len(vocab) is smaller when stats.stopped_early
-    stats: TrainStats
-
-    def mergeable_ranks(self) -> dict[bytes, int]:
-        """Token bytes -> rank (= id) without the special tokens, as ``.tiktoken`` files hold.
-
-        If two merges ever produce the same bytes, the first (lower) id is kept.
-        """
-        special_ids = set(self.special_tokens.values())
-        ranks: dict[bytes, int] = {}
-        for token_id in sorted(self.vocab):
-            if token_id not in special_ids:
-                ranks.setdefault(self.vocab[token_id], token_id)
-        return ranks
-
-    @property
-    def model(self) -> str:
-        """The kind, as ``train_tokenizer(model=...)`` names it."""
-        return "byte-bpe"
-
-    def tokenizer_json_bytes(self) -> bytes:
-        """An HF tokenizer.json (ByteLevel BPE) with tiktoken-identical ids."""
-        from tokend.core.formats.hf_bpe import format_hf_tokenizer_json  # noqa: PLC0415
-
-        return format_hf_tokenizer_json(
-            ranks=self.mergeable_ranks(), pat_str=self.pattern,
-            special_tokens=dict(self.special_tokens),
-        )
-
-    def save_tokenizer_json(self, path: str | os.PathLike[str]) -> None:
-        """Write ``tokenizer_json_bytes()`` to ``path`` (temp file, then rename)."""
-        from tokend.core.formats import atomic_write_bytes  # noqa: PLC0415
-
-        atomic_write_bytes(path, self.tokenizer_json_bytes())
-
-    def to_encoding(self, name: str = "custom") -> Encoding:
-        """An ``Encoding`` (tiktoken-exact encoder) for this vocabulary, pattern and specials."""
-        return Encoding(
-            name,
-            pat_str=self.pattern,
-            mergeable_ranks=self.mergeable_ranks(),
-            special_tokens=dict(self.special_tokens),
-        )
 
 
 def train_bpe(
@@ -126,7 +54,7 @@ def train_bpe(
     should_stop: StopFn | None = None,
     counter: str = "local",
     ray_address: str | None = None,
-) -> TrainResult:
+) -> TrainedTokenizer[bytes]:
     """Train a byte-level BPE tokenizer on ``corpus`` (see the module docstring for semantics).
 
     ``corpus`` is a path, a list or tuple of paths, or any other iterable of str chunks (a
@@ -145,15 +73,14 @@ def train_bpe(
     >>> r.merges
     [(b'l', b'o'), (b'lo', b'w')]
     """
-    specials = check_special_tokens(special_tokens)
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise InvalidInput(f"vocab_size must be an int, got {vocab_size!r}")
-    minimum = 256 + len(specials)
-    if vocab_size < minimum:
-        raise InvalidInput(
-            f"vocab_size is {vocab_size}, below the minimum of {minimum} "
-            f"(256 byte tokens + {len(specials)} special tokens)"
-        )
+    spec = TrainSpec(
+        vocab_size,
+        special_tokens,  # type: ignore[arg-type]  # any iterable: checked() makes the tuple
+        model="byte-bpe",
+        pattern=pattern,
+    ).checked()
+    specials = list(spec.special_tokens)
+    minimum = spec.minimum_vocab_size
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
     ):
@@ -162,7 +89,7 @@ def train_bpe(
         raise LimitExceeded("workers", workers, MAX_WORKERS)
     if counter not in COUNTERS:
         raise InvalidInput(f"counter must be one of {', '.join(COUNTERS)}, got {counter!r:.200}")
-    pat_str = resolve_pattern(pattern)
+    pat_str = resolve_pattern(spec.pattern)
     pattern_name = next((n for n, p in NAMED_PATTERNS.items() if pat_str == p), None)
     throttle = Throttle(progress, should_stop)
     seconds: dict[str, float] = {}
@@ -215,32 +142,16 @@ def train_bpe(
         workers=counted.workers,
         seconds=seconds,
     )
-    return TrainResult(
+    return TrainedTokenizer(
+        model="byte-bpe",
         vocab=vocab,
         merges=merges,
         special_tokens=special_ids,
-        pattern=pat_str,
-        pattern_name=pattern_name,
         vocab_size=vocab_size,
         stats=stats,
+        pattern=pat_str,
+        pattern_name=pattern_name,
     )
-
-
-def check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
-    if isinstance(special_tokens, str):
-        raise InvalidInput(
-            f"special_tokens must be a list of strings, not the string {special_tokens!r}; "
-            f"write [{special_tokens!r}]"
-        )
-    specials: list[str] = []
-    for token in special_tokens:
-        if not isinstance(token, str) or not token:
-            raise InvalidInput(f"special tokens must be non-empty strings, got {token!r}")
-        if token in specials:
-            raise InvalidInput(f"special token {token!r} is listed twice")
-        utf8_length(token)  # refuses lone surrogates
-        specials.append(token)
-    return specials
 
 
 def _available_cpus() -> int:

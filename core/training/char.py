@@ -25,7 +25,7 @@ def train_char(
     *,
     unk_token: str,
     throttle: Throttle,
-) -> TrainedTokenizer:
+) -> TrainedTokenizer[str]:
     """Keep the most frequent characters; ``specials`` (unk included) take the first ids."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), list, throttle, chars=True)

@@ -50,7 +50,7 @@ def train_unigram_kind(
     *,
     unk_token: str,
     throttle: Throttle,
-) -> TrainedTokenizer:
+) -> TrainedTokenizer[str]:
     """Count Metaspace words line by line, run the Unigram trainer, export its pieces."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _words, throttle)

@@ -49,7 +49,7 @@ def train_word_bpe(
     *,
     unk_token: str,
     throttle: Throttle,
-) -> TrainedTokenizer:
+) -> TrainedTokenizer[str]:
     """Learn the paper's merges on the corpus' words; export them in HF's suffix form."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _words, throttle, split_first=True)

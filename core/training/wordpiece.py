@@ -30,10 +30,10 @@ from typing import Any
 from tokend.core.pipeline.normalizers import BertNormalizer
 from tokend.core.pipeline.pre_tokenizers import BertPreTokenizer
 from tokend.core.training.corpus import CorpusInput
-from tokend.core.training.kinds import DEFAULT_WORDPIECE_SCORE
 from tokend.core.training.merge_kernel import make_merger
 from tokend.core.training.progress import Throttle
 from tokend.core.training.result import TrainedTokenizer, tokenizer_json
+from tokend.core.training.spec import DEFAULT_WORDPIECE_SCORE
 from tokend.core.training.words import count_words
 
 PREFIX = "##"
@@ -63,7 +63,7 @@ def train_wordpiece(
     unk_token: str,
     throttle: Throttle,
     score: str = DEFAULT_WORDPIECE_SCORE,
-) -> TrainedTokenizer:
+) -> TrainedTokenizer[str]:
     """Learn WordPiece merges by ``score`` (kinds.WORDPIECE_SCORES) on BERT-normalized words."""
     start = time.perf_counter()
     counted = count_words(corpus, list(specials), _BertWords(), throttle,

@@ -24,7 +24,8 @@ from tokend.core.errors import Cancelled, InvalidInput, LimitExceeded
 from tokend.core.formats import printable_to_token, read_gpt2_merges
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN, NAMED_PATTERNS, resolve_pattern
 from tokend.core.training import pretoken_count as train_count
-from tokend.core.training.byte_bpe import TrainResult, train_bpe
+from tokend.core.training.byte_bpe import train_bpe
+from tokend.core.training.result import TrainResult
 
 Pair = tuple[bytes, bytes]
 
@@ -531,7 +532,7 @@ class TestValidation:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"vocab_size": 257, "special_tokens": ["<a>", "<b>"]}, "below the minimum of 258"),
+            ({"vocab_size": 257, "special_tokens": ["<a>", "<b>"]}, "below the minimum 258"),
             ({"vocab_size": 300, "special_tokens": "<a>"}, "list of strings"),
             ({"vocab_size": 300, "special_tokens": ["<a>", "<a>"]}, "listed twice"),
             ({"vocab_size": 300, "special_tokens": [""]}, "non-empty"),

@@ -23,16 +23,16 @@ from tokend.commands import remote
 from tokend.commands.progress import LineProgress
 from tokend.core.errors import Cancelled, FailedPrecondition, TokendError, Unavailable
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
-from tokend.core.names import check_name
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
-from tokend.core.training import MODEL_KINDS, TrainedTokenizer, train_tokenizer
-from tokend.core.training.byte_bpe import TrainResult, TrainStats, train_bpe
-from tokend.core.training.kinds import (
+from tokend.core.registry.publish import publish_trained, training_record
+from tokend.core.training import TrainedTokenizer, TrainSpec, train
+from tokend.core.training.objects import is_s3_url
+from tokend.core.training.spec import (
     DEFAULT_MODEL,
     DEFAULT_WORDPIECE_SCORE,
+    MODEL_KINDS,
     WORDPIECE_SCORES,
 )
-from tokend.core.training.objects import is_s3_url
 
 DESCRIPTION = """\
 Train a tokenizer on UTF-8 text files: byte-level BPE (the default), char, word-bpe, wordpiece
@@ -115,39 +115,32 @@ def run(args: argparse.Namespace) -> int:
             detach=args.detach,
         )
     try:
-        check_name(args.name)
         if args.ray_address is not None and args.model != "byte-bpe":
             return _fail(args, "INVALID_ARGUMENT",
                          f"--ray counts for byte-level BPE only, not --model {args.model}")
+        spec = TrainSpec(
+            args.vocab_size,
+            tuple(args.special),
+            model=args.model,
+            pattern=args.pattern,
+            wordpiece_score=args.wordpiece_score or "",
+            name=args.name,
+        ).checked()
         bar = None if args.quiet else ProgressBar(sys.stderr)
         try:
-            result: TrainResult | TrainedTokenizer
-            if args.ray_address is not None:
-                result = train_bpe(
-                    args.corpus,
-                    args.vocab_size,
-                    args.special,
-                    pattern=args.pattern,
-                    progress=bar.update if bar else None,
-                    counter="ray",
-                    ray_address=args.ray_address,
-                )
-            else:
-                result = train_tokenizer(
-                    args.corpus,
-                    args.vocab_size,
-                    args.special,
-                    model=args.model,
-                    pattern=args.pattern,
-                    wordpiece_score=args.wordpiece_score,
-                    workers=args.workers,
-                    progress=bar.update if bar else None,
-                )
+            result = train(
+                args.corpus,
+                spec,
+                workers=args.workers,
+                progress=bar.update if bar else None,
+                counter="local" if args.ray_address is None else "ray",
+                ray_address=args.ray_address,
+            )
         finally:
             if bar:
                 bar.close()
         corpus_info = _corpus_info(args.corpus, result.stats.bytes_read)
-        training = _training_info(result, args.wordpiece_score)
+        training = training_record(spec, result)
         output: dict[str, Any] = {"stats": result.stats.to_dict(), "merges": len(result.merges),
                                   "model": result.model}
         if args.out is not None:
@@ -169,8 +162,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         stats = result.stats
         note = " (ran out of material: stopped early)" if stats.stopped_early else ""
-        distinct = (stats.distinct_pretokens if isinstance(stats, TrainStats)
-                    else stats.distinct_words)
+        distinct = stats.distinct_words
         print(
             f"trained {result.model} {len(result.vocab)} tokens ({len(result.merges)} "
             f"merges{note}) from {stats.bytes_read:,} bytes, {distinct:,} distinct "
@@ -209,31 +201,15 @@ def _corpus_info(names: list[str], bytes_read: int) -> dict[str, object]:
     return {"sha256": digest.hexdigest(), "bytes": total, "files": [p.name for p in paths]}
 
 
-def _training_info(
-    result: TrainResult | TrainedTokenizer, wordpiece_score: str | None
-) -> dict[str, object]:
-    info: dict[str, object] = {
-        "model": result.model,
-        "vocab_size": result.vocab_size,
-        "special_tokens": list(result.special_tokens),
-        "stats": result.stats.to_dict(),
-    }
-    if isinstance(result, TrainResult):
-        info["pattern_name"] = result.pattern_name
-    if result.model == "wordpiece":
-        info["wordpiece_score"] = wordpiece_score or DEFAULT_WORDPIECE_SCORE
-    return info
-
-
 def _write_out(
     out: Path,
     name: str,
-    result: TrainResult | TrainedTokenizer,
+    result: TrainedTokenizer[Any],
     training: dict[str, object],
     corpus: dict[str, object],
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
-    if isinstance(result, TrainedTokenizer):
+    if result.served_format != "tiktoken":
         path = out / f"{name}.tokenizer.json"
         result.save_tokenizer_json(path)
         return [str(path)]
@@ -256,7 +232,7 @@ def _write_out(
 
 def _publish(
     args: argparse.Namespace,
-    result: TrainResult | TrainedTokenizer,
+    result: TrainedTokenizer[Any],
     training: dict[str, object],
     corpus: dict[str, object],
 ) -> str:
@@ -264,20 +240,7 @@ def _publish(
     from tokend.core.registry import Registry  # noqa: PLC0415
 
     registry = Registry(registry_root(args.registry))
-    if isinstance(result, TrainedTokenizer):
-        return registry.publish_file(
-            args.name, fmt="hf-json", data=result.tokenizer_json_bytes(),
-            training={**training, "corpus": corpus},
-        ).ref
-    info = registry.publish(
-        args.name,
-        ranks=result.mergeable_ranks(),
-        pat_str=result.pattern,
-        special_tokens=result.special_tokens,
-        training=training,
-        corpus=corpus,
-    )
-    return info.ref
+    return publish_trained(registry, args.name, result, training=training, corpus=corpus).ref
 
 
 class ProgressBar(LineProgress):

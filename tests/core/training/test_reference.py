@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.training import merge_kernel, train_tokenizer
-from tokend.core.training.kinds import WORDPIECE_SCORES
+from tokend.core.training.spec import WORDPIECE_SCORES
 from tokend.core.training.wordpiece import _BertWords
 
 
