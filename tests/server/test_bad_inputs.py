@@ -3,8 +3,8 @@
 Every case must get its status code, a message that names the request field and states the
 rule (a bounded message: no client value echoed in full), a BadRequest violation naming the
 field where the status carries one, an ErrorInfo naming the case's error class (whose row in
-the server's status tables gives the README's gRPC and HTTP columns), and the server must
-still answer afterwards.
+the server's status tables gives the gRPC and HTTP columns of docs/service.md's table), and
+the server must still answer afterwards.
 """
 
 from __future__ import annotations
@@ -123,14 +123,15 @@ def test_bad_input_gets_a_clear_status(channel: grpc.Channel, case: Case) -> Non
 
 def test_each_rows_status_is_its_error_class_in_the_status_table() -> None:
     """The written-out status of every row is what server/errors.py's STATUS_TABLE gives the
-    row's error class (the class the call above must raise), so the README's gRPC and HTTP
-    columns, both read from the tables through that class, cannot disagree with the server."""
+    row's error class (the class the call above must raise), so the gRPC and HTTP columns of
+    docs/service.md's table, both read from the tables through that class, cannot disagree
+    with the server."""
     for case in CATALOGUE:
         assert grpc_status(case) == case.code, case.id
 
 
 def test_readme_table_is_generated_from_the_catalogue() -> None:
-    """README.md holds exactly what scripts/gen_status_table.py renders (re-run it if not)."""
+    """docs/service.md holds exactly what scripts/gen_status_table.py renders (re-run it if not)."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_status_table.py"), "--check"],
         capture_output=True, text=True, cwd=ROOT, check=False,

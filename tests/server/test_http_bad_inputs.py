@@ -4,9 +4,9 @@ Every catalogue row of an RPC the HTTP API serves (Encode -> POST /tokenize, Dec
 /detokenize, CountTokens -> POST /count, GetTokenizer -> GET /tokenizers/{ref}) is turned
 into its JSON request (the same fields by their proto names; invalid UTF-8 as raw bytes in the
 body or ``%FF`` in the path; bytes that are no protobuf message become a body that is no
-JSON) and must get the HTTP status that the gRPC code maps to (the README's HTTP column), a
-JSON error naming the same field and stating the same rule, with a bounded message. A few rows
-only HTTP can get follow.
+JSON) and must get the HTTP status that the gRPC code maps to (the HTTP column of
+docs/service.md's table), a JSON error naming the same field and stating the same rule, with
+a bounded message. A few rows only HTTP can get follow.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_every_row_of_the_served_rpcs_is_sent() -> None:
 
 
 def test_the_readme_http_column_is_what_is_sent() -> None:
-    """A row has an HTTP status in the README exactly when it is sent over HTTP here."""
+    """A row has an HTTP status in the status table exactly when it is sent over HTTP here."""
     sent = {case.id for case, _ in HTTP_CASES}
     assert {case.id for case in CATALOGUE if http_status(case) is not None} == sent
 

@@ -7,7 +7,7 @@ the request field the message must name, a fragment of the rule it must state an
 ``tests/server/test_bad_inputs.py`` sends every case to a real ``tokend serve`` started with
 :data:`SERVER_FLAGS` (its registry holds ``vtok``, ``tests/support/versioned.py``);
 ``tests/server/test_http_bad_inputs.py`` sends the rows the JSON API can take over HTTP;
-``scripts/gen_status_table.py`` renders the rows into the README, the gRPC and HTTP statuses
+``scripts/gen_status_table.py`` renders the rows into docs/service.md, the gRPC and HTTP statuses
 read from the server's tables through each row's class.
 """
 
@@ -64,7 +64,7 @@ class Case:
 
     id: str
     rpc: str
-    what: str  # the README's "bad input" column
+    what: str  # the status table's "bad input" column
     request: tuple[bytes, ...]  # one serialized message per element (unary: exactly one)
     code: str  # grpc.StatusCode name
     field: str  # the request field (or metadata key) the message must name
