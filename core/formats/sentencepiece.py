@@ -116,7 +116,10 @@ def load_sentencepiece(
         user_defined=user_defined,
     )
     known = [p for p, _s, kind in pieces if kind in (NORMAL, USER_DEFINED, UNUSED)]
-    words_safe = norm.escape_whitespaces and SPACE in known and splits_words(known)
+    # Cutting into words is exact for BPE (no merge crosses the cut); Unigram's float32 path
+    # scores run over the whole text (see SentencePieceUnigram), so it is never cut.
+    words_safe = (model_type == BPE and norm.escape_whitespaces and SPACE in known
+                  and splits_words(known))
     unk_piece = next(p for p, _s, kind in pieces if kind == UNKNOWN)
     decoder = SentencePieceDecoder(
         {p: kind for p, _s, kind in reversed(pieces)},

@@ -4,14 +4,14 @@
   ``remove_extra_whitespaces``, ``add_dummy_prefix`` and spaces -> ▁;
 - :class:`SentencePieceBPE`: merges by piece *score* (highest first, leftmost on ties),
   user-defined symbols never merged, unknown runs fused or byte-fallen-back;
-- :class:`SentencePieceUnigram`: Viterbi with float32 path scores, as the C++ sums them;
+- :class:`SentencePieceUnigram`: Viterbi with float32 path scores over the whole text, as the
+  C++ ``EncodeOptimized`` sums and compares them (ties: the first candidate met);
 - :class:`SentencePieceDecoder`: control pieces vanish, ``<0xNN>`` runs become UTF-8, one
   leading ▁ is dropped.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -20,17 +20,14 @@ import regex
 from tokend.core.pipeline.alignment import Align
 from tokend.core.pipeline.charsmap import CharsMap
 from tokend.core.pipeline.decoders import Decoder, byte_of
+from tokend.core.pipeline.lattice import f32, make_lattice
 from tokend.core.pipeline.models import UNK_PENALTY, Model, Token, byte_token, spans_of
 from tokend.core.pipeline.normalizers import Normalizer
 from tokend.core.pipeline.pre_tokenizers import Piece, PreTokenizer
 
 SPACE = "▁"
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-
-
-def f32(x: float) -> float:
-    """Round to float32, as SentencePiece stores scores and path sums."""
-    return float(struct.unpack("f", struct.pack("f", x))[0])
+FLT_MAX = f32(3.4028234663852886e38)  # <cfloat>'s
 
 
 class _UserDefined:
@@ -272,19 +269,35 @@ class SentencePieceBPE(_SentencePieceModel):
 
 
 class SentencePieceUnigram(_SentencePieceModel):
-    """SentencePiece unigram: the best-scoring segmentation, path sums in float32."""
+    """SentencePiece unigram: the best-scoring segmentation of the whole text, as
+    ``EncodeOptimized`` (0.2.3) finds it (float32 path scores, see :mod:`lattice`).
+
+    subtle: not cut into words: the path score where a word starts shapes the float rounding
+    of every sum after it, and so which of two tied segmentations wins (``▁ ▁▁ ▁`` vs
+    ``▁▁▁▁`` when ▁▁▁▁ scores 4 x ▁); only the lattice over the whole text gives the
+    library's choice.
+    """
 
     def __init__(self, pieces: Sequence[tuple[str, float, int]], *, byte_fallback: bool) -> None:
         super().__init__(pieces, byte_fallback=byte_fallback)
-        normal = [s for p, s, k in pieces if k == NORMAL]
-        self.min_score = min(normal, default=0.0)
-        self.max_score = max(normal, default=0.0)
-        self._lengths: dict[str, list[int]] = {}
-        for piece, kind in self.types.items():
-            if kind in (NORMAL, USER_DEFINED):
-                self._lengths.setdefault(piece[0], []).append(len(piece))
-        for first, lengths in self._lengths.items():
-            self._lengths[first] = sorted(set(lengths))  # each length once, shortest first
+        normal = [f32(s) for _p, s, k in pieces if k == NORMAL]
+        self.min_score = min([FLT_MAX, *normal])  # the C++ starts from FLT_MAX
+        names: list[str] = []
+        scores: list[float] = []
+        for i, (piece, score, kind) in enumerate(pieces):
+            first = self.vocab.get(piece) == i
+            if first and kind == NORMAL:
+                names.append(piece)
+                scores.append(f32(score))
+            elif first and kind == USER_DEFINED:
+                # subtle: GetUserDefinedScore(length in UTF-8 bytes): 0.1 * (length - 1), as float
+                names.append(piece)
+                scores.append(f32(0.1 * (len(piece.encode("utf-8")) - 1)))
+            else:  # control, unknown, byte, unused pieces are not in the lattice
+                names.append("")
+                scores.append(0.0)
+        self._lattice = make_lattice(names, scores, f32(self.min_score - UNK_PENALTY),
+                                     float32=True)
 
     def tokenize(self, word: str) -> list[int]:
         return self._ids(self._pieces(word))
@@ -293,43 +306,8 @@ class SentencePieceUnigram(_SentencePieceModel):
         return self._tokens(self._pieces(word))
 
     def _pieces(self, word: str) -> list[str]:
-        n = len(word)
-        unk_score = f32(self.min_score - UNK_PENALTY)
-        best = [0.0] * (n + 1)
-        start_of = [-1] * (n + 1)
-        types, scores = self.types, self.scores
-        for i in range(n):
-            here = best[i]
-            single = False
-            for length in self._lengths.get(word[i], ()):
-                end = i + length
-                if end > n:
-                    break
-                piece = word[i:end]
-                kind = types.get(piece)
-                if kind == NORMAL:
-                    candidate = f32(scores[piece] + here)
-                elif kind == USER_DEFINED:
-                    # subtle: computed in double (0.1 is a double) and compared so.
-                    byte_len = len(piece.encode("utf-8"))
-                    candidate = (f32(byte_len * self.max_score) - 0.1) + here
-                else:
-                    continue
-                if start_of[end] < 0 or candidate > best[end]:
-                    best[end], start_of[end] = f32(candidate), i
-                if length == 1:
-                    single = True
-            if not single:
-                candidate = f32(unk_score + here)
-                if start_of[i + 1] < 0 or candidate > best[i + 1]:
-                    best[i + 1], start_of[i + 1] = candidate, i
-        pieces: list[str] = []
-        end = n
-        while end > 0:
-            pieces.append(word[start_of[end] : end])
-            end = start_of[end]
-        pieces.reverse()
-        return pieces
+        path = self._lattice.best_path(word)
+        return [word[path[k] : path[k + 1]] for k in range(0, len(path), 3)]
 
 
 class SentencePieceDecoder(Decoder):

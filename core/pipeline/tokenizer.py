@@ -29,6 +29,9 @@ from tokend.core.pipeline.pre_tokenizers import PreTokenizer
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 WORD_CACHE_ENTRIES = 65536
+# Longer words are tokenized but not kept: a model that takes the whole text as one word
+# (SentencePiece Unigram) must not fill the cache with texts (HF caps its cache the same way).
+MAX_CACHED_WORD = 256
 
 
 class PipelineTokenizer:
@@ -276,6 +279,8 @@ class PipelineTokenizer:
         """Tokenize a word the cache lacks and keep it (the cache is cleared when full)."""
         self._misses += 1
         ids = self.model.tokenize(word)
+        if len(word) > MAX_CACHED_WORD:
+            return ids
         if len(self._cache) >= self._cache_entries:
             with self._lock:
                 self._evictions += len(self._cache)
