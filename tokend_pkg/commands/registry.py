@@ -22,11 +22,11 @@ from tokend.core.formats.interop import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
     FileParts,
-    export_tokenizer,
     parse_special,
     read_tokenizer_files,
 )
 from tokend.core.registry import Registry, check_location
+from tokend.core.registry.export import export_version
 from tokend.core.registry.manifest import pattern_name
 from tokend.core.tokenizer import NORMALIZER_FORMS
 from tokend.server.config import default_registry_dir, registry_location
@@ -117,7 +117,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     p = sub.add_parser("export", parents=[common], help="write a tokenizer to a file")
     p.add_argument("ref", metavar="REF")
-    p.add_argument("--format", choices=EXPORT_FORMATS, required=True)
+    p.add_argument("--format", choices=EXPORT_FORMATS, required=True,
+                   help="the format a version holds comes back byte for byte (original: the "
+                   "imported file); other formats are exact conversions or refused, naming why")
     p.add_argument("--out", type=Path, required=True, metavar="PATH")
     p.set_defaults(func=_command(_export))
 
@@ -323,38 +325,20 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
 
 
 def _export(registry: Registry, args: argparse.Namespace) -> int:
-    data = registry.load_data(args.ref)
-    if args.format == "original" or data.file is not None:
-        if args.format != "original":
-            raise InvalidInput(
-                f"{data.resolved.ref} holds a {data.fmt} file; export it with --format original"
-            )
-        if data.original is None:
-            raise InvalidInput(f"{data.resolved.ref} is a built-in: it has no original file")
-        atomic_write_bytes(args.out, data.original)
-        if args.json:
-            _print_json({"ref": data.resolved.ref, "format": "original", "out": str(args.out)})
-        else:
-            print(f"wrote {args.out} (the imported file of {data.resolved.ref}, unchanged)")
-        return 0
-    export_tokenizer(
-        args.out,
-        fmt=args.format,
-        ranks=data.ranks,
-        pat_str=data.pat_str,
-        special_tokens=data.special_tokens,
-    )
+    result = export_version(registry, args.ref, args.format)
+    atomic_write_bytes(args.out, result.data)
     if args.json:
-        _print_json({"ref": data.resolved.ref, "format": args.format, "out": str(args.out)})
+        _print_json({"ref": result.ref, "format": args.format, "out": str(args.out),
+                     "unchanged": result.how == "stored", "notes": list(result.notes)})
         return 0
-    print(f"wrote {args.out} ({args.format}, {data.resolved.ref})")
-    if args.format == "tiktoken":
-        pattern = pattern_name(data.pat_str) or data.pat_str
-        print(
-            f"note: .tiktoken holds ranks only; pattern {pattern}, special tokens "
-            f"{data.special_tokens}",
-            file=sys.stderr,
-        )
+    if args.format == "original":
+        print(f"wrote {args.out} (the imported file of {result.ref}, unchanged)")
+    elif result.how == "stored":
+        print(f"wrote {args.out} (the {args.format} file {result.ref} holds, unchanged)")
+    else:
+        print(f"wrote {args.out} ({args.format}, {result.ref})")
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
