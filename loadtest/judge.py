@@ -144,6 +144,9 @@ def judge(stats: Path, p95_ms: float, p99_ms: float) -> list[str]:
     if int(total["Failure Count"]) > 0:
         problems.append(f"{total['Failure Count']} of {total['Request Count']} requests failed")
     for column, budget in (("95%", p95_ms), ("99%", p99_ms)):
+        if total[column] == "N/A":  # Locust has no percentile without a completed request
+            problems.append(f"p{column[:-1]} is unknown: no request completed")
+            continue
         got = float(total[column])
         if got > budget:
             problems.append(f"p{column[:-1]} is {got:.0f} ms, over the budget of {budget:.0f} ms")

@@ -68,6 +68,12 @@ class TestJudgedLoadRun:
         assert judge.judge(stats, 50, 80) == ["p99 is 90 ms, over the budget of 80 ms"]
         stats.write_text(header + ",Aggregated,100,3,40,90\n")
         assert judge.judge(stats, 50, 100) == ["3 of 100 requests failed"]
+        stats.write_text(header + ",Aggregated,0,0,N/A,N/A\n")  # what Locust writes then
+        assert judge.judge(stats, 50, 100) == [
+            "no request was made",
+            "p95 is unknown: no request completed",
+            "p99 is unknown: no request completed",
+        ]
 
     def test_a_usage_error_exits_2(self, tmp_path: Path) -> None:
         result = subprocess.run(
