@@ -6,6 +6,7 @@ port 0; ``worker.py`` runs it in each process started by the supervisor.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import threading
 import time
@@ -21,6 +22,7 @@ from tokend.core.engine import ENGINE
 from tokend.core.registry import Registry
 from tokend.server import metrics
 from tokend.server.config import ServerConfig
+from tokend.server.errors import hide_paths
 from tokend.server.executor import LifoThreadPool
 from tokend.server.interceptors import ServerState, TokendInterceptor
 from tokend.server.jobs import JobStore
@@ -158,6 +160,10 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     """Build and bind (not start) a server for ``config``; ``port`` 0 picks a free port."""
     metrics.BUILD_INFO.labels(__version__, ENGINE).set(1)
     registry = Registry(config.registry)
+    hide_paths({"the registry": config.registry if not isinstance(config.registry, str) else None,
+                "the jobs folder": config.jobs_path, "the train dir": config.train_dir})
+    registry.on_kept_aliases = lambda name, exc: log_event(
+        "aliases_corrupt_kept", level=logging.WARNING, name=name, error=str(exc))
     tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
     jobs = JobStore(config.jobs_path)
     state = ServerState()
@@ -192,9 +198,13 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     if config.http_port:
         # Imported here: a server without --http-port never loads Starlette or uvicorn.
         from tokend.server.web.app import WebApi  # noqa: PLC0415
+        from tokend.server.web.guards import HostRule  # noqa: PLC0415
         from tokend.server.web.serve import WebServer  # noqa: PLC0415
 
-        api = WebApi(servicer, executor, state, max_body_bytes=config.max_message_bytes)
+        hosts = HostRule(frozenset(h.strip().lower() for h in config.http_allowed_hosts.split(",")
+                                   if h.strip()), bind=config.http_host)
+        api = WebApi(servicer, executor, state, max_body_bytes=config.max_message_bytes,
+                     body_seconds=config.http_body_seconds, hosts=hosts)
         web = WebServer(api.app(), config, reuse_port=reuse_port)
     return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state, executor,
                         web)

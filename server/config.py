@@ -8,6 +8,7 @@ a flag beats the environment, which beats the default.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -41,6 +42,30 @@ def registry_location(text: str) -> Path | str:
     return text if url_scheme(text) is not None else Path(text)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only listens to this machine (``127.0.0.1``, ``::1``, ``localhost``).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("0.0.0.0"), is_loopback("localhost")
+    (True, False, True)
+    """
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, it is not known to be loopback
+
+
+def env_flag(text: str) -> bool:
+    """A boolean setting from the environment: 1/true/yes/on or 0/false/no/off."""
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (a container's CPU set, not the host's count)."""
     try:
@@ -62,6 +87,10 @@ class ServerConfig:
     # an upgrade never opens a new listener; loopback unless told otherwise, whatever --host.
     http_port: int = 0
     http_host: str = "127.0.0.1"
+    http_head_seconds: float = 10.0  # a request head must arrive within this (else closed)
+    http_max_connections: int = 512  # per worker; more are closed at once (descriptors)
+    http_body_seconds: float = 30.0  # a request body must arrive within this
+    http_allowed_hosts: str = ""  # comma-separated Host names; empty: the bind address rule
     workers: int = field(default_factory=available_cpus)
     threads: int = 16  # gRPC handler threads per worker process
     busy_calls: int = 2  # calls a worker runs at once (not counting long ones; executor.py)
@@ -69,14 +98,25 @@ class ServerConfig:
     max_batch: int = 1024  # texts per Encode/CountTokens, sequences per Decode, chat messages
     max_text_bytes: int = 8 * MiB  # one text of Encode/CountTokens (UTF-8 bytes)
     max_ids: int = 4 * MiB  # ids in one Decode request or one Encode response
+    # Tokens with details (piece, offsets) in one Encode response: each costs ~100 bytes of
+    # protobuf and ~150 of JSON, so the answer is bounded before it is built (HTTP /tokenize
+    # asks for details by default).
+    max_detail_tokens: int = 1 << 18
     max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
     max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
     max_report_tokenizers: int = 8  # tokenizers compared by one Report call
+    # A client stream (EncodeStream, a Train upload) silent this long is ended, and at most
+    # max_streams are open per worker (0: half of --threads), so idle clients can never hold
+    # every handler thread.
+    stream_idle_seconds: float = 30.0
+    max_streams: int = 0
     # Cache budget per loaded encoding (built-ins included), in the Python engine's unit of
     # one chunk: the compiled engine holds cache_entries / 8 blocks in 64 bytes per unit
     # (16 MiB at the default); see tokend.core.engine.
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     admin_token: str | None = None
+    # Train/CancelTrainJob without --admin-token on a non-loopback --host: refused unless set.
+    allow_open_training: bool = False
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None
@@ -106,9 +146,11 @@ class ServerConfig:
             "max_batch",
             "max_text_bytes",
             "max_ids",
+            "max_detail_tokens",
             "max_stream_bytes",
             "max_corpus_bytes",
             "max_report_tokenizers",
+            "http_max_connections",
             "cache_entries",
             "max_train_jobs",
             "max_vocab_size",
@@ -117,10 +159,31 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.admin_token is not None and not self.admin_token.strip():
+            raise ValueError(
+                "--admin-token is empty: give a secret (clients send 'authorization: Bearer "
+                "<token>'), or leave the flag out to serve Train only on a loopback --host"
+            )
+        if self.admin_token is None and not self.allow_open_training \
+                and not is_loopback(self.host):
+            raise ValueError(
+                f"--host {self.host} is not a loopback address and no --admin-token is set, so "
+                "anyone who reaches it could run Train and CancelTrainJob: set --admin-token "
+                "(or TOKEND_ADMIN_TOKEN), or pass --allow-open-training to serve them open"
+            )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("--tls-cert and --tls-key go together: give both or neither")
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ValueError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
+        if min(self.stream_idle_seconds, self.http_head_seconds, self.http_body_seconds) <= 0 \
+                or self.max_streams < 0:
+            raise ValueError("--stream-idle-seconds, --http-head-seconds and "
+                             "--http-body-seconds must be > 0, --max-streams >= 0")
+        if self.max_streams >= self.threads:
+            raise ValueError(
+                f"--max-streams {self.max_streams} must be below --threads {self.threads}, or "
+                "idle streams could hold every handler thread"
+            )
         if self.grace_seconds < 0 or self.drain_delay_seconds < 0 or self.reload_seconds <= 0:
             raise ValueError(
                 "--grace-seconds and --drain-delay-seconds must be >= 0, --reload-seconds > 0"
@@ -141,6 +204,11 @@ class ServerConfig:
         return self.registry / ".jobs"
 
     @property
+    def stream_cap(self) -> int:
+        """Client streams a worker keeps open at once (--max-streams, else half --threads)."""
+        return self.max_streams or max(1, self.threads // 2)
+
+    @property
     def tls(self) -> bool:
         return self.tls_cert is not None
 
@@ -157,6 +225,15 @@ _SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("http_port", "TOKEND_HTTP_PORT", int,
      "HTTP JSON API + inspector page port, shared by all workers (default 0: off)"),
     ("http_host", "TOKEND_HTTP_HOST", str, "interface of the HTTP port (default 127.0.0.1)"),
+    ("http_head_seconds", "TOKEND_HTTP_HEAD_SECONDS", float,
+     "close an HTTP connection whose request head has not arrived within this"),
+    ("http_max_connections", "TOKEND_HTTP_MAX_CONNECTIONS", int,
+     "HTTP connections per worker; more are closed at once"),
+    ("http_body_seconds", "TOKEND_HTTP_BODY_SECONDS", float,
+     "refuse an HTTP request whose body has not arrived within this"),
+    ("http_allowed_hosts", "TOKEND_HTTP_ALLOWED_HOSTS", str,
+     "comma-separated Host names the HTTP API answers (default: loopback names on a loopback "
+     "--http-host, the address otherwise)"),
     ("workers", "TOKEND_WORKERS", int, "worker processes sharing the port (default: CPUs)"),
     ("threads", "TOKEND_THREADS", int, "gRPC handler threads per worker"),
     ("busy_calls", "TOKEND_BUSY_CALLS", int,
@@ -167,12 +244,21 @@ _SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("max_batch", "TOKEND_MAX_BATCH", int, "most texts / sequences / messages per request"),
     ("max_text_bytes", "TOKEND_MAX_TEXT_BYTES", int, "largest single text (UTF-8 bytes)"),
     ("max_ids", "TOKEND_MAX_IDS", int, "most ids in one Decode request or Encode response"),
+    ("max_detail_tokens", "TOKEND_MAX_DETAIL_TOKENS", int,
+     "most tokens with details (pieces, offsets) in one Encode response"),
     ("max_stream_bytes", "TOKEND_MAX_STREAM_BYTES", int, "most text in one EncodeStream"),
     ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
     ("max_report_tokenizers", "TOKEND_MAX_REPORT_TOKENIZERS", int,
      "most tokenizers one Report call compares"),
     ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "cache budget per encoding (chunks)"),
+    ("stream_idle_seconds", "TOKEND_STREAM_IDLE_SECONDS", float,
+     "end an EncodeStream or Train upload whose client sent nothing for this long"),
+    ("max_streams", "TOKEND_MAX_STREAMS", int,
+     "EncodeStream + Train uploads open at once per worker (default: half of --threads)"),
     ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
+    ("allow_open_training", "TOKEND_ALLOW_OPEN_TRAINING", env_flag,
+     "serve Train/CancelTrainJob without --admin-token on a non-loopback --host (refused "
+     "otherwise)"),
     ("tls_cert", "TOKEND_TLS_CERT", Path, "PEM server certificate (enables TLS)"),
     ("tls_key", "TOKEND_TLS_KEY", Path, "PEM server private key"),
     ("tls_client_ca", "TOKEND_TLS_CLIENT_CA", Path, "PEM CA for client certificates (mTLS)"),
@@ -195,6 +281,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, env, kind, help_text in _SETTINGS:
         assert name in defaults, name  # programming error, not user input
         default = defaults[name].default
+        if kind is env_flag:  # a switch: present or not
+            parser.add_argument("--" + name.replace("_", "-"), dest=name, action="store_true",
+                                default=None, help=f"{help_text} [env {env}]")
+            continue
         shown = "" if default is MISSING or default is None or "default" in help_text \
             else f" (default {default})"
         parser.add_argument(

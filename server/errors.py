@@ -7,6 +7,8 @@ else is logged with its traceback and becomes INTERNAL with no traceback on the 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import grpc
@@ -83,6 +85,38 @@ def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{message[:limit]}... (message cut at {limit} of {len(message)} characters)"
 
 
+# (absolute server path, what a client sees instead), longest first: set once per process by
+# hide_paths; a status message names the tokenizer/version (``tok/1/manifest.json``) instead of
+# the folder the server keeps it in. Log lines keep the full path.
+_HIDDEN: list[tuple[str, str]] = []
+
+
+def hide_paths(places: Mapping[str, str | os.PathLike[str] | None]) -> None:
+    """Keep these folders (label -> path) out of client messages from now on."""
+    hidden = dict(_HIDDEN)
+    for label, path in places.items():
+        if path is None or "://" in str(path):
+            continue  # an s3:// registry names no server folder
+        for form in {os.fspath(path), os.path.realpath(path)}:
+            hidden[form.rstrip(os.sep)] = label
+    _HIDDEN[:] = sorted(hidden.items(), key=lambda item: -len(item[0]))
+
+
+def public_message(message: str) -> str:
+    """``message`` with every hidden folder cut off (inside it) or named by its label.
+
+    >>> hide_paths({"the registry": "/srv/reg"})
+    >>> public_message("/srv/reg/tok/1/manifest.json: manifest is missing")
+    'tok/1/manifest.json: manifest is missing'
+    >>> public_message("no tokenizer named 'x' in registry /srv/reg")
+    "no tokenizer named 'x' in registry the registry"
+    """
+    for path, label in _HIDDEN:
+        if path in message:
+            message = message.replace(path + os.sep, "").replace(path, label)
+    return message
+
+
 def code_for(exc: E.TokendError) -> grpc.StatusCode:
     """The status code of a domain error (UNKNOWN for a TokendError missing from the table)."""
     for cls, code in STATUS_TABLE:
@@ -126,7 +160,7 @@ def status_for(
     """
     code = code_for(exc)
     field = field_of(exc)
-    message = str(exc) or type(exc).__name__
+    message = public_message(str(exc) or type(exc).__name__)
     if field is not None and not message.startswith(field):
         message = f"{field}: {message}"  # every message names its request field
     message = bounded(message)

@@ -31,7 +31,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from tokend.core.errors import CorruptData, InvalidInput, UnknownJob, shown
+from tokend.core.errors import CorruptData, InvalidInput, UnknownJob, shown, storage_error
 from tokend.core.registry.locking import file_lock, try_lock
 from tokend.server.limits import check
 
@@ -74,12 +74,17 @@ def write_json(path: Path, data: Job, *, sync: bool = False) -> None:
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     payload = (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
-    with open(tmp, "wb") as fh:
-        fh.write(payload)
-        if sync:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(payload)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk must not leave .state.json.*.tmp files behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 class JobStore:
@@ -148,32 +153,40 @@ class JobStore:
             check("queued + running training jobs", active + 1, max_jobs, "--max-train-jobs")
             job_id = uuid.uuid4().hex
             job_dir = self.root / job_id
-            job_dir.mkdir()
             upload_fd: int | None = None
-            if corpus_file is None:
-                upload_fd = os.open(job_dir / UPLOAD_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
-                try_lock(upload_fd)
-            job: Job = {
-                "format_version": FORMAT_VERSION,
-                "job_id": job_id,
-                "config": config,
-                "state": QUEUED,
-                "ready": corpus_file is not None,
-                "phase": "queued" if corpus_file is not None else "upload",
-                "done": 0,
-                "total": 0,
-                "rate": 0.0,
-                "eta_seconds": 0.0,
-                "published": "",
-                "error": "",
-                "created_at": now(),
-                "started_at": "",
-                "finished_at": "",
-                "corpus_file": str(corpus_file or job_dir / CORPUS_FILE),
-                "corpus_bytes": corpus_bytes,
-                "pid": 0,
-            }
-            write_json(job_dir / STATE_FILE, job, sync=True)
+            try:
+                job_dir.mkdir()
+                if corpus_file is None:
+                    upload_fd = os.open(job_dir / UPLOAD_LOCK,
+                                        os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+                    try_lock(upload_fd)
+                job: Job = {
+                    "format_version": FORMAT_VERSION,
+                    "job_id": job_id,
+                    "config": config,
+                    "state": QUEUED,
+                    "ready": corpus_file is not None,
+                    "phase": "queued" if corpus_file is not None else "upload",
+                    "done": 0,
+                    "total": 0,
+                    "rate": 0.0,
+                    "eta_seconds": 0.0,
+                    "published": "",
+                    "error": "",
+                    "created_at": now(),
+                    "started_at": "",
+                    "finished_at": "",
+                    "corpus_file": str(corpus_file or job_dir / CORPUS_FILE),
+                    "corpus_bytes": corpus_bytes,
+                    "pid": 0,
+                }
+                write_json(job_dir / STATE_FILE, job, sync=True)
+            except OSError as exc:  # disk full, read-only: no half-made job is left
+                if upload_fd is not None:
+                    os.close(upload_fd)
+                shutil.rmtree(job_dir, ignore_errors=True)
+                raise storage_error(
+                    exc, "cannot create the training job on the server") from exc
         self.prune()
         return job, upload_fd
 

@@ -43,6 +43,49 @@ def setup_logging(level: str = "INFO") -> None:
         _LOGGER.addHandler(handler)
 
 
+class _RateLimit(logging.Filter):
+    """At most ``per_window`` records per ``window`` seconds; the rest are counted, and the
+    next record let through says how many were dropped. A traceback becomes one field."""
+
+    def __init__(self, per_window: int = 20, window: float = 10.0) -> None:
+        super().__init__()
+        self.per_window = per_window
+        self.window = window
+        self._started = 0.0
+        self._seen = 0
+        self._dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.created - self._started > self.window:
+            self._started, self._seen = record.created, 0
+        self._seen += 1
+        if self._seen > self.per_window:
+            self._dropped += 1
+            return False
+        fields: dict[str, Any] = {"logger": record.name, "message": record.getMessage()}
+        if record.exc_info and record.exc_info[1] is not None:
+            fields["error"] = repr(record.exc_info[1])[:500]
+        if self._dropped:
+            fields["dropped_before"] = self._dropped
+            self._dropped = 0
+        record.fields = fields
+        record.msg, record.args = "library_log", None
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def route_library_logs(*names: str) -> None:
+    """Send these libraries' logs (asyncio, uvicorn) through the JSON handler, rate limited,
+    instead of Python's last-resort handler (plain text, a traceback each)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    handler.addFilter(_RateLimit())
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.propagate = False
+
+
 def log_enabled(level: int) -> bool:
     """Whether an event at ``level`` would be written (skip building fields that would not)."""
     return _LOGGER.isEnabledFor(level)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import queue
 import threading
 from collections.abc import Iterable
-from http.server import ThreadingHTTPServer
-from typing import TypeVar
+from typing import Any, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import (
@@ -81,6 +81,10 @@ CACHE_EVICTIONS = Gauge(
 CACHE_ENTRIES = Gauge(
     "tokend_cache_entries", "Pretoken cache entries of the loaded encodings", ["tokenizer"],
     multiprocess_mode="livesum",
+)
+STREAMS_OPEN = Gauge(
+    "tokend_streams_open", "Client streams (EncodeStream, Train uploads) open now, by method; "
+    "at most --max-streams per worker", ["method"], multiprocess_mode="livesum",
 )
 CALLS_WAITED = Gauge(
     "tokend_calls_waited",
@@ -256,18 +260,55 @@ def mark_process_dead(pid: int) -> None:
         multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
 
 
+# /metrics: a few threads serve scrapes; a connection that sends nothing for SCRAPE_TIMEOUT
+# seconds is closed, and one arriving while SCRAPE_THREADS + SCRAPE_QUEUE are taken is closed at
+# once, so stalled or flooding clients cost the supervisor neither threads nor CPU.
+SCRAPE_THREADS = 4
+SCRAPE_QUEUE = 16
+SCRAPE_TIMEOUT = 5.0
+
+
 class _QuietHandler(WSGIRequestHandler):
+    timeout = SCRAPE_TIMEOUT  # socket timeout for reading the request and writing the answer
+
     def log_message(self, format: str, *args: object) -> None:
         """Scrapes are not significant events: keep them out of the logs."""
 
 
-def start_metrics_server(host: str, port: int) -> tuple[ThreadingHTTPServer, int]:
-    """Serve ``/metrics`` on a daemon thread; returns the server and its bound port."""
-    class _Server(ThreadingHTTPServer, WSGIServer):
-        daemon_threads = True
+class MetricsServer(WSGIServer):
+    """A WSGI server handing each connection to a small fixed pool (never a thread each)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._waiting: queue.Queue[tuple[Any, Any]] = queue.Queue(SCRAPE_QUEUE)
+        for i in range(SCRAPE_THREADS):  # daemons: a stalled scrape never delays the exit
+            threading.Thread(target=self._serve_waiting, name=f"metrics-scrape-{i}",
+                             daemon=True).start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        try:
+            self._waiting.put_nowait((request, client_address))
+        except queue.Full:
+            self.shutdown_request(request)  # too many at once: closed, the scraper retries
+
+    def _serve_waiting(self) -> None:
+        while True:
+            request, client_address = self._waiting.get()
+            try:
+                self.finish_request(request, client_address)
+            except Exception:
+                self.handle_error(request, client_address)
+            finally:
+                self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that stalled or left: nothing to log (no traceback on stderr)."""
+
+
+def start_metrics_server(host: str, port: int) -> tuple[MetricsServer, int]:
+    """Serve ``/metrics`` on a daemon thread; returns the server and its bound port."""
     app = make_wsgi_app(_collector_registry())
-    httpd = make_server(host, port, app, server_class=_Server, handler_class=_QuietHandler)
+    httpd = make_server(host, port, app, server_class=MetricsServer, handler_class=_QuietHandler)
     thread = threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True)
     thread.start()
     return httpd, httpd.server_port

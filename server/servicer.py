@@ -44,7 +44,7 @@ from tokend.server.config import ServerConfig
 from tokend.server.errors import with_field
 from tokend.server.jobs import JobStore
 from tokend.server.reporting import report_response
-from tokend.server.streaming import StreamEncoder
+from tokend.server.streaming import StreamEncoder, idle_bounded
 from tokend.server.tokenizers import Served, Tokenizers
 from tokend.server.training import TrainingService
 from tokend.v1 import tokenizer_pb2 as pb
@@ -120,6 +120,10 @@ class TokenizerService(TrainingService):
             total += len(ids)
             limits.check("ids in the Encode response", total, self.config.max_ids, "--max-ids",
                          field=field)
+            if request.include_details:  # checked before the details are built
+                limits.check("tokens with details in the Encode response (ask without "
+                             "include_details for ids only)", total,
+                             self.config.max_detail_tokens, "--max-detail-tokens", field=field)
             result = response.results.add()
             result.ids.extend(ids)
             if request.include_details:
@@ -128,6 +132,13 @@ class TokenizerService(TrainingService):
         return response
 
     def EncodeStream(
+        self, request_iterator: Iterator[pb.EncodeStreamRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.EncodeStreamResponse]:
+        with self.streams.hold("EncodeStream"):
+            yield from self._encode_stream(idle_bounded(
+                request_iterator, self.config.stream_idle_seconds, what="EncodeStream"), context)
+
+    def _encode_stream(
         self, request_iterator: Iterator[pb.EncodeStreamRequest], context: grpc.ServicerContext
     ) -> Iterator[pb.EncodeStreamResponse]:
         first = next(request_iterator, None)

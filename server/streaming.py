@@ -9,15 +9,91 @@ the encoder keeps only the unfinished tail of the text.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import queue
 import threading
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from tokend.core.errors import Cancelled
+from tokend.core.errors import Cancelled, LimitExceeded
 from tokend.core.tokenizer import Tokenizer
-from tokend.server import limits
+from tokend.server import limits, metrics
+
+T = TypeVar("T")
+
+
+def idle_bounded(messages: Iterator[T], idle_seconds: float, *, what: str,
+                 flag: str = "--stream-idle-seconds") -> Iterator[T]:
+    """``messages`` (a client's request stream), refusing a client silent for ``idle_seconds``.
+
+    A pump thread reads the stream (a read blocks until the client sends or half-closes) and
+    the caller waits on it with a timeout, so a half-open stream holds no handler thread past
+    the limit: LimitExceeded (RESOURCE_EXHAUSTED) naming the flag. The pump ends with the call.
+    """
+    waiting: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+    taken = threading.Event()
+
+    def pump() -> None:
+        try:
+            for message in messages:
+                while not taken.is_set():
+                    try:
+                        waiting.put(("message", message), timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if taken.is_set():
+                    return
+            waiting.put(("end", None))
+        except BaseException as exc:
+            with contextlib.suppress(queue.Full):
+                waiting.put(("error", exc), timeout=0.5)
+
+    threading.Thread(target=pump, name="stream-pump", daemon=True).start()
+    try:
+        while True:
+            try:
+                kind, value = waiting.get(timeout=idle_seconds)
+            except queue.Empty:
+                raise limits.hit(LimitExceeded(
+                    f"{what}: seconds without a message from the client", math.ceil(idle_seconds),
+                    math.floor(idle_seconds), flag), None) from None
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        taken.set()
+
+
+class StreamSlots:
+    """At most ``limit`` client streams (EncodeStream, Train uploads) open in this worker, so
+    streams can never hold every handler thread: one more is refused at once, naming the flag.
+    """
+
+    def __init__(self, limit: int, flag: str = "--max-streams") -> None:
+        self.limit = limit
+        self.flag = flag
+        self._open = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, method: str) -> Iterator[None]:
+        with self._lock:
+            limits.check("client streams open in this worker", self._open + 1, self.limit,
+                         self.flag)
+            self._open += 1
+        gauge = metrics.child(metrics.STREAMS_OPEN, method)
+        gauge.inc()
+        try:
+            yield
+        finally:
+            gauge.dec()
+            with self._lock:
+                self._open -= 1
 
 
 class _Abandoned(Exception):

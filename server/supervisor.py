@@ -10,6 +10,7 @@ and finishes in-flight RPCs within the grace period), waits for them and exits 0
 from __future__ import annotations
 
 import errno
+import logging
 import multiprocessing
 import os
 import queue
@@ -138,6 +139,10 @@ class Supervisor:
         config = self.config
         check_files(config)
         Registry(config.registry)  # creates it if missing; fails early if it is unusable
+        if config.admin_token is None:
+            log_event("training_open", level=logging.WARNING, host=config.host,
+                      message="Train and CancelTrainJob need no token: anyone who reaches "
+                      f"{config.host} can train and cancel; set --admin-token to require one")
         store = JobStore(config.jobs_path)
         reserved = reserve_port(config.host, config.port)
         self.port = reserved.getsockname()[1]

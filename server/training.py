@@ -42,6 +42,7 @@ from tokend.server.jobs import (
     JobStore,
 )
 from tokend.server.logs import log_event
+from tokend.server.streaming import StreamSlots, idle_bounded
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -62,8 +63,16 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
     def __init__(self, config: ServerConfig, jobs: JobStore) -> None:
         self.config = config
         self.jobs = jobs
+        self.streams = StreamSlots(config.stream_cap)  # EncodeStream's too (TokenizerService)
 
     def Train(
+        self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
+    ) -> pb.TrainResponse:
+        with self.streams.hold("Train"):
+            return self._train(idle_bounded(request_iterator, self.config.stream_idle_seconds,
+                                            what="Train"), context)
+
+    def _train(
         self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
     ) -> pb.TrainResponse:
         first = next(request_iterator, None)

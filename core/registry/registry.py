@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tokend.core.engine.builtins import (
@@ -79,6 +79,11 @@ class Registry:
         )
         self.location = self.store.location
         self.include_builtins = include_builtins
+        # name -> the last aliases file that parsed: resolving keeps serving it if the file
+        # is later garbled (verify() and changes still read the file as it is).
+        self._good_aliases: dict[str, dict[str, int]] = {}
+        # Called with (name, error) when a garbled aliases file is passed over that way.
+        self.on_kept_aliases: Callable[[str, CorruptData], None] | None = None
 
     # -- reading state ------------------------------------------------------------------
 
@@ -93,9 +98,22 @@ class Registry:
         """Registry names that have at least one visible version."""
         return [name for name in self.store.names() if self.store.versions(name)]
 
-    def _aliases(self, name: str) -> dict[str, int]:
+    def _aliases(self, name: str, *, keep_last_good: bool = False) -> dict[str, int]:
+        """The aliases of ``name``; with ``keep_last_good``, a file that no longer parses
+        gives the last one that did (in this process), as a failed reload keeps a version."""
         raw = self.store.read_aliases(check_name(name))
-        return {} if raw is None else parse_aliases(raw, self.store.where(name, file=ALIASES_FILE))
+        try:
+            aliases = {} if raw is None else parse_aliases(
+                raw, self.store.where(name, file=ALIASES_FILE))
+        except CorruptData as exc:
+            kept = self._good_aliases.get(name) if keep_last_good else None
+            if kept is None:
+                raise
+            if self.on_kept_aliases is not None:
+                self.on_kept_aliases(name, exc)
+            return dict(kept)
+        self._good_aliases[name] = aliases
+        return aliases
 
     # -- references ---------------------------------------------------------------------
 
@@ -133,7 +151,7 @@ class Registry:
             return ResolvedRef(name, parsed.version, builtin=False)
         if parsed.alias is None or parsed.alias == "latest":
             return ResolvedRef(name, versions[-1], builtin=False)
-        aliases = self._aliases(name)
+        aliases = self._aliases(name, keep_last_good=True)
         if parsed.alias not in aliases:
             raise UnknownTokenizer(
                 f"{name} has no alias {shown(parsed.alias)}; aliases: "
@@ -438,7 +456,7 @@ class Registry:
         for name in self._names():
             versions = tuple(self._versions(name))
             try:
-                aliases = self._aliases(name)
+                aliases = self._aliases(name, keep_last_good=True)
             except CorruptData:
                 aliases = {}  # verify() reports it; listing must keep working
             infos.append(TokenizerInfo(name, versions, aliases, versions[-1], builtin=False))

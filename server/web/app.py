@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,14 +34,21 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from tokend.core.errors import TokendError, Unavailable, shown
+from tokend.core.errors import LimitExceeded, TokendError, Unavailable, shown
 from tokend.core.pipeline.decoders import byte_of
 from tokend.server import limits, metrics
-from tokend.server.errors import bounded, code_for, field_of, http_status_for
+from tokend.server.errors import (
+    bounded,
+    code_for,
+    field_of,
+    http_status_for,
+    public_message,
+)
 from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_id
 from tokend.server.logs import log_event
 from tokend.server.servicer import TokenizerService
 from tokend.server.web.convert import invalid, parse_body, to_json, to_message
+from tokend.server.web.guards import HostRule, check_content_type
 from tokend.v1 import tokenizer_pb2 as pb
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -76,11 +84,14 @@ class WebApi:
     """The routes, bound to one worker's servicer, handler pool and draining state."""
 
     def __init__(self, service: TokenizerService, executor: Executor, state: ServerState,
-                 *, max_body_bytes: int) -> None:
+                 *, max_body_bytes: int, body_seconds: float = 30.0,
+                 hosts: HostRule | None = None) -> None:
         self.service = service
         self.executor = executor
         self.state = state
         self.max_body_bytes = max_body_bytes
+        self.body_seconds = body_seconds
+        self.hosts = hosts or HostRule(frozenset(), bind="127.0.0.1")
 
     def app(self) -> ASGIApp:
         routes = [
@@ -154,7 +165,10 @@ class WebApi:
             if self.state.draining:
                 raise Unavailable("the server is draining (shutting down): retry on another "
                                   "instance or after its restart")
-            parsed = parse_body(await self._body(request)) if body else {}
+            self.hosts.check(request.headers.get("host", ""))
+            if body:
+                check_content_type(request.headers.get("content-type", ""))
+            parsed = parse_body(await self._timed_body(request)) if body else {}
             result = await work(parsed)
             response: Response = JSONResponse(result)
         except TokendError as exc:
@@ -172,6 +186,17 @@ class WebApi:
             )
         response.headers[REQUEST_ID_KEY] = rid
         return response
+
+    async def _timed_body(self, request: Request) -> bytes:
+        """The body, which must arrive within --http-body-seconds (a stalled upload is
+        refused instead of holding its connection)."""
+        try:
+            return await asyncio.wait_for(self._body(request), self.body_seconds)
+        except TimeoutError:
+            raise limits.hit(LimitExceeded("seconds to receive the request body",
+                                           math.ceil(self.body_seconds) + 1,
+                                           math.ceil(self.body_seconds), "--http-body-seconds"),
+                             "request") from None
 
     async def _body(self, request: Request) -> bytes:
         """The body, refused past --max-message-bytes (the gRPC message limit)."""
@@ -230,7 +255,7 @@ def error_response(exc: TokendError) -> JSONResponse:
     """The JSON error of a domain error: HTTP status, gRPC status name, class, field and a
     message that starts with the field and quotes at most a bounded prefix of any value."""
     field = field_of(exc)
-    message = str(exc) or type(exc).__name__
+    message = public_message(str(exc) or type(exc).__name__)
     if field is not None and not message.startswith(field):
         message = f"{field}: {message}"
     status = http_status_for(exc)

@@ -19,8 +19,11 @@ import time
 
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tokend.server import metrics
 from tokend.server.config import ServerConfig
+from tokend.server.logs import route_library_logs
 
 START_TIMEOUT = 30.0
 
@@ -49,6 +52,55 @@ def listen_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
     return sock
 
 
+class GuardedH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with two guards against clients that hold connections:
+    a request head must arrive within HEAD_SECONDS of the connection (or of the previous
+    answer), and a worker keeps at most MAX_CONNECTIONS connections (more are closed at once),
+    so stalled heads cost neither descriptors nor time (asyncio: no thread each)."""
+
+    head_seconds = 10.0
+    max_connections = 512
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_timer: asyncio.TimerHandle | None = None
+        if len(self.connections) > self.max_connections:
+            metrics.LIMIT_HITS.labels("http-max-connections").inc()
+            transport.abort()
+            return
+        self._arm_head_timer()
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(self.head_seconds, self._head_timeout)
+
+    def _head_timeout(self) -> None:
+        """No complete request head in time: close (the client sent half a head, or none)."""
+        self._head_timer = None
+        idle = self.cycle is None or self.cycle.response_complete
+        if idle and not self.transport.is_closing():
+            metrics.LIMIT_HITS.labels("http-head-seconds").inc()
+            self.transport.abort()
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before and self._head_timer is not None:
+            self._head_timer.cancel()  # a head arrived: the app's own limits take over
+            self._head_timer = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_head_timer()  # keep-alive: the next head has as long
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if getattr(self, "_head_timer", None) is not None:
+            self._head_timer.cancel()  # type: ignore[union-attr]
+        super().connection_lost(exc)
+
+
 def uvicorn_config(app: ASGIApp, config: ServerConfig) -> uvicorn.Config:
     """uvicorn's settings: quiet (tokend logs its own JSON events), TLS as gRPC has it."""
     tls: dict[str, object] = {}
@@ -56,8 +108,11 @@ def uvicorn_config(app: ASGIApp, config: ServerConfig) -> uvicorn.Config:
         tls = {"ssl_certfile": str(config.tls_cert), "ssl_keyfile": str(config.tls_key)}
         if config.tls_client_ca is not None:
             tls |= {"ssl_ca_certs": str(config.tls_client_ca), "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    GuardedH11.head_seconds = config.http_head_seconds
+    GuardedH11.max_connections = config.http_max_connections
     return uvicorn.Config(
         app,
+        http=GuardedH11,
         lifespan="off",
         log_config=None,
         access_log=False,
@@ -72,6 +127,7 @@ class WebServer:
 
     def __init__(self, app: ASGIApp, config: ServerConfig, *, reuse_port: bool) -> None:
         logging.getLogger("uvicorn").setLevel(logging.WARNING)  # its start/stop chatter
+        route_library_logs("uvicorn", "asyncio")  # one JSON line each, rate limited
         self.sock = listen_socket(config.http_host, config.http_port, reuse_port=reuse_port)
         self.port: int = self.sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn_config(app, config))

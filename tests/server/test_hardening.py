@@ -64,6 +64,7 @@ class TestOnePortOneInstance:
         for host in ("127.0.0.1", "0.0.0.0"):
             second = subprocess.run(
                 [sys.executable, "-m", "tokend.cli", "serve", "--host", host, "--port", port,
+                 "--allow-open-training",
                  "--workers", "1", "--metrics-port", "0", "--registry",
                  str(tmp_path / "other-registry")],
                 capture_output=True, text=True, timeout=120, check=False,

@@ -180,7 +180,8 @@ def test_a_stalled_too_large_body_is_answered_after_the_drain_bound(
     host, port = http_server.base.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         started = time.monotonic()
-        sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\n"
                      b"Content-Length: 10000000000\r\n\r\n{\"texts\": [")
         reply = sock.recv(4096)
         waited = time.monotonic() - started
