@@ -37,6 +37,7 @@ from tokend.core.errors import (
 from tokend.core.formats import format_tiktoken_bpe
 from tokend.core.formats.files import FILE_NAMES
 from tokend.core.names import check_alias, check_name, check_version, parse_ref
+from tokend.core.registry.aliases import drop_alias, point_alias
 from tokend.core.registry.checks import ALIASES_FILE, check_contents, parse_aliases
 from tokend.core.registry.manifest import (
     MANIFEST_FILE,
@@ -289,52 +290,13 @@ class Registry:
             raise FailedPrecondition(
                 f"{shown(name)} is a built-in encoding (read-only): no aliases"
             )
-
-        before: dict[str, int] = {}
-
-        def change(aliases: dict[str, int]) -> dict[str, int]:
-            versions = self._versions(name)
-            if version not in versions:
-                raise UnknownTokenizer(
-                    f"cannot alias {name}@{alias} to version {version}: {name} has versions "
-                    f"{', '.join(map(str, versions)) or '(none)'}"
-                )
-            before.clear()
-            before.update(aliases)
-            return {**aliases, alias: version}
-
-        self.store.update_aliases(name, change)
-        # subtle: with no lock (S3) a delete of `version` may have checked the aliases before
-        # our write landed; it marked the version first, so seeing no mark now means it saw us.
-        if self.store.being_deleted(name, version):
-
-            def undo(aliases: dict[str, int]) -> dict[str, int]:
-                if aliases.get(alias) != version:
-                    return aliases  # moved again meanwhile: not ours to undo
-                restored = {a: v for a, v in aliases.items() if a != alias}
-                if alias in before:
-                    restored[alias] = before[alias]
-                return restored
-
-            self.store.update_aliases(name, undo)
-            raise FailedPrecondition(
-                f"cannot alias {name}@{alias} to version {version}: it is being deleted"
-            )
+        point_alias(self.store, name, alias, version, self._versions)
 
     def remove_alias(self, name: str, alias: str) -> None:
         """Remove ``name@alias``; UnknownTokenizer if it does not exist."""
         check_name(name)
         check_alias(alias)
-
-        def change(aliases: dict[str, int]) -> dict[str, int]:
-            if alias not in aliases:
-                raise UnknownTokenizer(
-                    f"{name} has no alias {shown(alias)}; aliases: "
-                    f"{', '.join(sorted(aliases)) or '(none)'}"
-                )
-            return {a: v for a, v in aliases.items() if a != alias}
-
-        self.store.update_aliases(name, change)
+        drop_alias(self.store, name, alias)
 
     def delete(self, ref: str, *, all_versions: bool = False) -> list[int]:
         """Delete the version ``ref`` resolves to (or every version, with ``all_versions``).
