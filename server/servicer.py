@@ -24,6 +24,7 @@ from tokend.core.counting import (
     truncate,
     version_chat_model,
 )
+from tokend.core.counting.catalogue import not_installed
 from tokend.core.counting.chat import budget_fit
 from tokend.core.counting.sizes import check_chat_sizes
 from tokend.core.counting.tools import parse_tools
@@ -35,6 +36,7 @@ from tokend.core.errors import (
     LimitExceeded,
     TokendError,
     UnknownTokenId,
+    UnknownTokenizer,
     shown,
 )
 from tokend.core.pipeline.alignment import byte_offsets
@@ -209,7 +211,14 @@ class TokenizerService(TrainingService):
         ref = request.tokenizer or (info.tokenizer if info else "")
         if not ref:
             raise with_field(InvalidInput("CountTokens needs a tokenizer or a model"), "tokenizer")
-        served = self._served(ref)
+        try:
+            served = self.tokenizers.get(ref)
+        except UnknownTokenizer as exc:
+            if info is None or request.tokenizer:
+                raise with_field(exc, "tokenizer") from None
+            raise field_error(UnknownTokenizer(not_installed(info)), "model") from None
+        except TokendError as exc:
+            raise with_field(exc, "tokenizer") from None
         enc = served.encoding
         parts = sum(len(m.parts) for m in request.messages)
         items = len(request.texts) + len(request.messages) + parts
@@ -234,6 +243,11 @@ class TokenizerService(TrainingService):
             framing = len(add_special_tokens(enc, []))  # the same ids around every text
             counts = [c + framing for c in counts]
         response = pb.CountTokensResponse(tokenizer=served.ref, counts=counts, exact=True)
+        reason = info.fixed_reason() if info is not None else ""
+        if info is not None and reason:  # a closed model: texts are estimates too
+            response.counts[:] = [info.text_tokens(c) for c in counts]
+            response.exact, response.estimate_reason = False, reason
+            counts = list(response.counts)
         if info is not None:
             response.model = info.name
             response.context_window = info.context_window

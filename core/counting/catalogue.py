@@ -17,7 +17,14 @@ An entry may name its model's ``tokenizer_config.json`` instead (``"tokenizer_co
 tokens are read when models.json is (re)read.
 
 Chat rules: ``openai`` (3 per message, 1 per name, 3 to prime the reply), ``openai-0301``
-(4 and -1), ``harmony`` (gpt-oss), ``template`` (the entry's Jinja chat template) or none.
+(4 and -1), ``harmony`` (gpt-oss), ``template`` (the entry's Jinja chat template), ``llama3`` /
+``llama4`` (llama-models' chat format), ``mistral-v1`` ... ``mistral-v7`` (mistral-common's
+instruct tokenizers), ``estimate`` (closed tokenizers: ``estimate.py``) or none.
+
+Vendor entries also carry ``vendor``, ``aliases`` (Hugging Face repo ids, provider spellings;
+matched case-insensitively after the reductions of ``spellings.py``), ``install`` (the bundle
+``tokend models install`` fetches the tokenizer from), ``estimate`` (the estimate rule's
+coefficients) and ``estimate_reason`` (why every count for the model is an estimate).
 """
 
 from __future__ import annotations
@@ -32,12 +39,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tokend.core.counting.estimate import Estimate, estimate_reason, parse_estimate
 from tokend.core.counting.images import ImageRule
+from tokend.core.counting.spellings import candidates
 from tokend.core.errors import CorruptData, UnknownTokenizer
 
 FORMAT = "tokend-models"
 FILE_NAME = "models.json"
-CHAT_RULES = ("openai", "openai-0301", "harmony", "template")
+CHAT_RULES = ("openai", "openai-0301", "harmony", "template", "llama3", "llama4", "mistral-v1",
+              "mistral-v2", "mistral-v3", "mistral-v7", "estimate")
+EXACTNESS = ("exact", "framing-estimate", "estimate")
 CHECK_SECONDS = 1.0
 
 
@@ -59,6 +70,35 @@ class ModelInfo:
     tool_chat_template: str | None = None
     special_tokens_map: Mapping[str, str] = field(default_factory=dict)
     source: str = "built-in"
+    vendor: str = "openai"
+    aliases: tuple[str, ...] = ()
+    # The bundle `tokend models install` fetches this model's tokenizer from (open models).
+    install: str | None = None
+    estimate: Estimate | None = None
+    # Why every count for this model is an estimate, whatever the rule ("" when it is not).
+    estimate_reason: str = ""
+
+    @property
+    def exactness(self) -> str:
+        """``exact`` (a public tokenizer and framing), ``framing-estimate`` (exact text, an
+        unverified chat rule) or ``estimate`` (no public tokenizer)."""
+        if self.estimate is not None or self.estimate_reason:
+            return "estimate"
+        if self.chat_rule in ("openai", "openai-0301") and not self.verified:
+            return "framing-estimate"
+        return "exact"
+
+    def text_tokens(self, base_count: int) -> int:
+        """A text's count for this model from its tokenizer's count (scaled by an estimate)."""
+        if self.estimate is None:
+            return base_count
+        return round(self.estimate.factor * base_count)
+
+    def fixed_reason(self) -> str:
+        """The reason every count for this model is an estimate ("" if none)."""
+        if self.estimate is not None:
+            return estimate_reason(self.name, self.tokenizer, self.estimate)
+        return self.estimate_reason
 
 
 def parse_models(doc: Any, source: str, base: Path | None = None) -> dict[str, ModelInfo]:
@@ -97,6 +137,14 @@ def _entry(name: str, raw: Any, source: str, base: Path | None) -> ModelInfo:
     if rule is not None and rule not in CHAT_RULES:
         raise CorruptData(f"{where}: chat_rule must be one of {', '.join(CHAT_RULES)}")
     template = raw.get("chat_template", config.get("chat_template"))
+    if rule == "estimate" and raw.get("estimate") is None:
+        raise CorruptData(f'{where}: chat_rule "estimate" needs an "estimate" object')
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise CorruptData(f"{where}: aliases must be a list of model names")
+    for key in ("vendor", "install", "estimate_reason"):
+        if not isinstance(raw.get(key, ""), str):
+            raise CorruptData(f"{where}: {key} must be a string")
     if rule == "template" and not isinstance(template, str):
         raise CorruptData(f"{where}: chat_rule \"template\" needs a chat_template string (or "
                           "a tokenizer_config with one)")
@@ -113,6 +161,11 @@ def _entry(name: str, raw: Any, source: str, base: Path | None) -> ModelInfo:
         tool_chat_template=config.get("tool_chat_template"),
         special_tokens_map=dict(tokens_map),
         source=source,
+        vendor=raw.get("vendor") or "openai",
+        aliases=tuple(aliases),
+        install=raw.get("install") or None,
+        estimate=None if raw.get("estimate") is None else parse_estimate(raw["estimate"], where),
+        estimate_reason=raw.get("estimate_reason") or "",
         **numbers,
     )
 
@@ -187,6 +240,7 @@ class ModelCatalogue:
         self._stamp: tuple[int, int] | None = None
         self._checked = 0.0
         self._extra: dict[str, ModelInfo] = {}
+        self._indexed: tuple[tuple[int, int] | None, dict[str, ModelInfo]] | None = None
         # The last failed read of the extension file (the previous entries stay served).
         self.error: str | None = None
         self.refresh(force=True)
@@ -229,20 +283,48 @@ class ModelCatalogue:
         self.refresh()
         return sorted({*self._builtin, *self._extra})
 
+    def entries(self) -> list[ModelInfo]:
+        """Every entry (a registry's entry replaces a built-in of the same name), by name."""
+        self.refresh()
+        merged = {**self._builtin, **self._extra}
+        return [merged[name] for name in sorted(merged)]
+
+    def _index(self) -> dict[str, ModelInfo]:
+        """Lowercased names and aliases -> entries; the registry's win over built-ins."""
+        stamp = self._stamp
+        if self._indexed is None or self._indexed[0] != stamp:
+            index: dict[str, ModelInfo] = {}
+            for table in (self._builtin, self._extra):
+                for info in table.values():
+                    for key in (*info.aliases, info.name):  # a name wins over an alias
+                        index[key.lower()] = info
+            self._indexed = (stamp, index)
+        return self._indexed[1]
+
     def find(self, model: str) -> ModelInfo | None:
-        """The entry for ``model`` (exact, else its longest listed prefix), or None."""
+        """The entry for ``model``, or None.
+
+        Each spelling of ``candidates`` (``spellings.py``) is looked up as a name or alias,
+        case-insensitively; failing that, the longest listed name or alias that is a prefix
+        of a spelling followed by ``-`` (``gpt-4o-2024-08-06`` -> ``gpt-4o``).
+        """
         self.refresh()
         base = model
         if base.startswith("ft:"):  # ft:gpt-4o-mini-2024-07-18:org::id
             base = base[3:].split(":", 1)[0]
-        best: ModelInfo | None = None
-        for table in (self._builtin, self._extra):  # the registry's entries win ties
-            for name, info in table.items():
-                if (base == name or base.startswith(name + "-")) and (
-                    best is None or len(name) >= len(best.name)
-                ):
-                    best = info
-        return best
+        index = self._index()
+        spellings = candidates(base)
+        for spelling in spellings:
+            if spelling in index:
+                return index[spelling]
+        for spelling in spellings:
+            best = ""
+            for key in index:
+                if len(key) > len(best) and spelling.startswith(key + "-"):
+                    best = key
+            if best:
+                return index[best]
+        return None
 
     def get(self, model: str) -> ModelInfo:
         """Like :meth:`find`, but an unknown model is UnknownTokenizer listing a few known."""
@@ -254,6 +336,18 @@ class ModelCatalogue:
                 f"registry's {FILE_NAME})"
             )
         return info
+
+
+def not_installed(info: ModelInfo) -> str:
+    """What to do when ``info``'s tokenizer is not in the registry (or no registry is used)."""
+    if info.install:
+        return (f"{info.name} is counted with the tokenizer {info.tokenizer!r}, which is not "
+                f"installed: run `tokend models install {info.name}` (it fetches "
+                f"{info.install!r} once, pinned by sha256), then count through a server on "
+                "that registry, or pass encoding=Registry(...).load(...)")
+    return (f"{info.name} is counted with the tokenizer {info.tokenizer!r}, which is neither "
+            "built in nor in the registry; import it (`tokend registry import "
+            f"{info.tokenizer} --from FILE`) or pass encoding=...")
 
 
 _default: ModelCatalogue | None = None

@@ -20,7 +20,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
+from tokend.core.counting.catalogue import (
+    ModelCatalogue,
+    ModelInfo,
+    default_catalogue,
+    not_installed,
+)
 from tokend.core.counting.harmony import DEFAULT_EFFORT, harmony_prompt
 from tokend.core.counting.images import DEFAULT_RULE, image_tokens
 from tokend.core.counting.prompt import NO_SPECIAL, resolve_encoding
@@ -34,6 +39,7 @@ from tokend.core.counting.tools import (
     format_function_definitions,
     tool_choice_name,
 )
+from tokend.core.counting.vendors import VENDOR_RULES, vendor_chat
 from tokend.core.engine.builtins import encoding_name_for_model, get_encoding
 from tokend.core.engine.special_tokens import AllowedSpecial, DisallowedSpecial
 from tokend.core.errors import InvalidInput, UnknownTokenizer
@@ -124,6 +130,8 @@ def count_chat(
         )
     elif info is not None and info.chat_rule is None and rule is None:
         reasons.append(f"{info.name} has no chat format: messages counted as plain text")
+    if info is not None:
+        reasons.append(info.fixed_reason())
 
     def count(text: str) -> int:
         return enc.count(text, allowed_special=allowed_special,
@@ -138,10 +146,13 @@ def count_chat(
     elif chosen == "template":
         result = _template(messages, tools, enc=enc, info=info, allowed_special=allowed_special,
                            reasons=reasons)
+    elif chosen in VENDOR_RULES:
+        result = vendor_chat(chosen, messages, tools, tool_choice=tool_choice, enc=enc,
+                             info=info, count=count, reasons=reasons)
     else:
         raise InvalidInput(
             f"unknown chat rule {chosen[:40]!r}; rules: openai, openai-0301, harmony, "
-            "template, plain"
+            f"template, {', '.join(VENDOR_RULES)}, plain"
         )
     msgs, tools_n, images_n = result
     reasons = [r for r in dict.fromkeys(reasons) if r]
@@ -166,7 +177,10 @@ def _encoding_for(
     if encoding is not None:
         return resolve_encoding(encoding)
     if info is not None:
-        return resolve_encoding(info.tokenizer)
+        try:
+            return resolve_encoding(info.tokenizer)
+        except UnknownTokenizer:
+            raise UnknownTokenizer(not_installed(info)) from None
     if model is None:
         raise InvalidInput("count_chat needs a model or an encoding")
     try:

@@ -186,3 +186,25 @@ class TestVersionChatTemplate:
                 "template", expected, True)
             request.plain_text = True  # the caller's explicit choice still wins
             assert stub.CountTokens(request).chat_rule == "plain"
+
+
+class TestVendorModels:
+    def test_closed_model_texts_and_messages_are_estimates(self, inproc: Any) -> None:
+        """claude-sonnet-4-5: texts scaled by the estimate, exact=false with the reason."""
+        response = inproc.stub.CountTokens(chat_request(model="claude-sonnet-4-5",
+                                                        texts=["hello world, again"]))
+        expected = count_chat(MESSAGES, model="claude-sonnet-4-5")
+        assert response.model == "claude-sonnet-4-5-20250929"
+        assert response.messages_count == expected.total and response.chat_rule == "estimate"
+        assert response.counts[0] == round(1.2 * 4)  # o200k_base: 4 tokens
+        assert not response.exact and "not public" in response.estimate_reason
+        texts_only = inproc.stub.CountTokens(pb.CountTokensRequest(
+            model="gemini-2.5-flash", texts=["hello world, again"]))
+        assert not texts_only.exact and "not public" in texts_only.estimate_reason
+        assert texts_only.context_window == 1048576
+
+    def test_open_model_not_installed_says_how(self, inproc: Any) -> None:
+        with pytest.raises(grpc.RpcError) as info:
+            inproc.stub.CountTokens(chat_request(model="meta-llama/Llama-3.1-8B-Instruct"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert "tokend models install llama-3.1-8b-instruct" in info.value.details()

@@ -1,0 +1,57 @@
+"""Chat rules of the other vendors' models: Llama, Mistral, and estimates for closed models.
+
+``count_chat`` (``chat.py``) hands these rules here: ``llama3`` / ``llama4`` (``llama.py``),
+``mistral-v1`` ... ``mistral-v7`` (``mistral.py``) and ``estimate`` (``estimate.py``). Each
+returns ``(messages, tools, images)`` tokens, tools being what the tool definitions add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tokend.core.counting.catalogue import ModelInfo
+from tokend.core.counting.estimate import estimate_chat
+from tokend.core.counting.llama import TOKENS, count_pieces, llama_pieces, tool_definitions
+from tokend.core.counting.mistral import VERSIONS, mistral_pieces
+from tokend.core.errors import InvalidInput
+from tokend.core.tokenizer import Tokenizer
+
+VENDOR_RULES = (*TOKENS, *VERSIONS, "estimate")
+
+
+def vendor_chat(
+    rule: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    tool_choice: Any,
+    enc: Tokenizer,
+    info: ModelInfo | None,
+    count: Callable[[str], int],
+    reasons: list[str],
+) -> tuple[int, int, int]:
+    """(messages, tools, images) tokens of a request by one of :data:`VENDOR_RULES`."""
+    specials = enc.special_tokens_set
+    if rule == "estimate":
+        if info is None or info.estimate is None:
+            raise InvalidInput("the estimate rule needs a catalogued model with an estimate")
+        return estimate_chat(messages, tools, tool_choice=tool_choice, estimate=info.estimate,
+                             count=count)
+    if rule in TOKENS:
+        pieces = llama_pieces(messages, rule, reasons)
+        msgs = count_pieces(pieces, specials, count, enc.name)
+        tools_n = 0
+        if tools:
+            tools_n = count(tool_definitions(tools))
+            reasons.append("llama-models' chat format has no place for tool definitions "
+                           "(llama-stack writes them into the system prompt): counted as "
+                           "their indented JSON")
+        return msgs, tools_n, 0
+    everything = count_pieces(mistral_pieces(messages, tools, rule, reasons), specials, count,
+                              enc.name)
+    without = everything
+    if tools:
+        without = count_pieces(mistral_pieces(messages, None, rule, []), specials, count,
+                               enc.name)
+    return without, everything - without, 0
