@@ -158,8 +158,8 @@ def manifest_factory(
     """The manifest of a version about to be published, once the store assigns its number.
 
     ``extra`` holds ``training``, ``corpus`` and the optional ``format``, ``normalizer``,
-    ``original_format`` and ``chat`` keys; a value that is not JSON is refused here, before
-    anything is written.
+    ``original_format``, ``chat`` and ``lint`` (``core.lint.publish``) keys; a value that is
+    not JSON is refused here, before anything is written.
     """
     for key, value in extra.items():
         if value is None:
@@ -185,7 +185,7 @@ def manifest_factory(
             training=extra.get("training"),  # type: ignore[arg-type]
             corpus=extra.get("corpus"),  # type: ignore[arg-type]
         )
-        for key in ("format", "normalizer", "original_format", "chat"):
+        for key in ("format", "normalizer", "original_format", "chat", "lint"):
             if extra.get(key) is not None:
                 value = extra[key]
                 manifest[key] = dict(value) if isinstance(value, Mapping) else value

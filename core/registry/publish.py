@@ -48,12 +48,13 @@ def publish_trained(
     *,
     training: Mapping[str, object],
     corpus: Mapping[str, object] | None = None,
+    strict: bool = False,
 ) -> VersionInfo:
     """A new version of ``name`` from ``result``: ranks + pattern (byte-bpe) or tokenizer.json.
 
     ``corpus`` (what it was trained on: sha256, bytes, files) goes into the manifest's
     ``corpus`` field for a rank table and into ``training.corpus`` for a kept file, whose
-    manifest has no field of its own for it.
+    manifest has no field of its own for it. ``strict`` refuses lint errors (``core.lint``).
     """
     if result.served_format == "tiktoken":
         assert result.pattern is not None  # served_format says so
@@ -64,9 +65,10 @@ def publish_trained(
             special_tokens=result.special_tokens,
             training=training,
             corpus=corpus,
+            strict=strict,
         )
     record = dict(training)
     if corpus is not None:
         record["corpus"] = dict(corpus)
     return registry.publish_file(name, fmt="hf-json", data=result.tokenizer_json_bytes(),
-                                 training=record)
+                                 training=record, strict=strict)

@@ -36,6 +36,7 @@ from tokend.core.errors import (
 )
 from tokend.core.formats import format_tiktoken_bpe
 from tokend.core.formats.files import FILE_NAMES
+from tokend.core.lint.publish import lint_file, lint_ranks
 from tokend.core.names import check_alias, check_name, check_version, parse_ref
 from tokend.core.registry.aliases import drop_alias, point_alias
 from tokend.core.registry.checks import ALIASES_FILE, check_contents, parse_aliases
@@ -180,7 +181,7 @@ class Registry:
         corpus: Mapping[str, object] | None = None,
         normalizer: str | None = None,
         original: tuple[str, bytes] | None = None,
-        chat: Mapping[str, object] | None = None,
+        chat: Mapping[str, object] | None = None, strict: bool = False,
     ) -> VersionInfo:
         """Publish a new immutable version of ``name`` and return it (``name@N``).
 
@@ -190,11 +191,14 @@ class Registry:
         the manifest and applied to text before BPE. ``original`` (format, bytes) keeps the
         file the ranks came from, for a byte-identical export. ``chat`` is the version's chat
         template metadata (``counting.version_template.read_chat_metadata``), kept as given.
+        Linted (``core.lint.publish``): ``strict`` refuses errors; the summary is kept.
         """
         self._check_publishable(name)
         n_vocab = check_contents(ranks, pat_str, special_tokens, explicit_n_vocab)
         if normalizer is not None and normalizer not in NORMALIZER_FORMS:
             raise InvalidInput(f"normalizer {normalizer!r} is not one of {NORMALIZER_FORMS}")
+        lint = lint_ranks(name, ranks, pat_str=pat_str, special_tokens=special_tokens,
+                          explicit_n_vocab=explicit_n_vocab, normalizer=normalizer, strict=strict)
         contents = {RANKS_FILE: format_tiktoken_bpe(ranks)}
         if original is not None:
             if original[0] not in FILE_NAMES:
@@ -210,7 +214,7 @@ class Registry:
             explicit_n_vocab=explicit_n_vocab,
             extra={"training": training, "corpus": corpus, "normalizer": normalizer,
                    "original_format": original[0] if original is not None else None,
-                   "chat": chat},
+                   "chat": chat, "lint": lint},
         )
 
     def publish_file(
@@ -220,7 +224,7 @@ class Registry:
         fmt: str,
         data: bytes,
         training: Mapping[str, object] | None = None,
-        chat: Mapping[str, object] | None = None,
+        chat: Mapping[str, object] | None = None, strict: bool = False,
     ) -> VersionInfo:
         """Publish a tokenizer file kept as it is (``fmt`` a key of ``FILE_NAMES``).
 
@@ -230,10 +234,7 @@ class Registry:
         self._check_publishable(name)
         if fmt not in FILE_NAMES:
             raise InvalidInput(f"unknown file format {fmt!r}; known: {', '.join(FILE_NAMES)}")
-        tokenizer = build_tokenizer(
-            TokenizerData(ResolvedRef(name, None, builtin=False), {}, "", {}, None,
-                          fmt=fmt, file=data)
-        )
+        tokenizer, lint = lint_file(name, fmt, data, strict=strict)
         specials = getattr(tokenizer, "special_tokens", {})
         return self._publish(
             name,
@@ -243,7 +244,7 @@ class Registry:
             n_vocab=tokenizer.n_vocab,
             mergeable_count=0,
             explicit_n_vocab=None,
-            extra={"training": training, "format": fmt, "chat": chat},
+            extra={"training": training, "format": fmt, "chat": chat, "lint": lint},
         )
 
     def _check_publishable(self, name: str) -> None:

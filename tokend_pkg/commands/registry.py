@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tokend.commands import registry_lint
 from tokend.core.counting import read_chat_metadata
 from tokend.core.errors import InvalidInput, TokendError
 from tokend.core.formats import atomic_write_bytes
@@ -113,6 +114,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the model's tokenizer_config.json: its chat template(s) and special tokens are "
         "kept in the version's metadata and used to count chat messages",
     )
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a tokenizer with lint errors (tokend registry lint), naming each")
     p.set_defaults(func=_command(_import))
 
     p = sub.add_parser("export", parents=[common], help="write a tokenizer to a file")
@@ -141,6 +144,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     p = sub.add_parser("verify", parents=[common], help="check every file hash; exit 1 on damage")
     p.set_defaults(func=_command(_verify))
+
+    registry_lint.register(sub, common, _command)
 
 
 def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
@@ -253,6 +258,7 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
             ("corpus", json.dumps(manifest.get("corpus"), sort_keys=True)),
             ("tool", json.dumps(manifest.get("tool"), sort_keys=True)),
             ("chat template", _chat_summary(manifest.get("chat"))),
+            ("lint", registry_lint.manifest_line(manifest)),
         ]
     width = max(len(key) for key, _ in lines)
     for key, value in lines:
@@ -284,7 +290,7 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
             )
         info = registry.publish_file(
             args.name, fmt=parts.fmt, data=parts.data, training={"imported_from": parts.source},
-            chat=chat,
+            chat=chat, strict=args.strict,
         )
         if args.json:
             _print_json({"ref": info.ref, "name": info.name, "version": info.version,
@@ -302,6 +308,7 @@ def _import(registry: Registry, args: argparse.Namespace) -> int:
         normalizer=args.normalizer,
         original=parts.original,
         chat=chat,
+        strict=args.strict,
     )
     if args.json:
         _print_json(

@@ -79,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="write <name>.tiktoken + <name>.json here instead of publishing "
                         "(publishes as well if --registry is given)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse to publish a tokenizer with lint errors (tokend registry "
+                        "lint), naming each")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="counting processes (default: the CPUs available)")
     parser.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
@@ -240,7 +243,8 @@ def _publish(
     from tokend.core.registry import Registry  # noqa: PLC0415
 
     registry = Registry(registry_root(args.registry))
-    return publish_trained(registry, args.name, result, training=training, corpus=corpus).ref
+    return publish_trained(registry, args.name, result, training=training, corpus=corpus,
+                           strict=args.strict).ref
 
 
 class ProgressBar(LineProgress):
