@@ -36,6 +36,8 @@ class Report:
     curve: tuple[CurvePoint, ...] = ()
     # The compared tokenizers' tokens on the curve's held-out text: where the curve stands.
     heldout_tokens: tuple[tuple[str, int], ...] = ()
+    # Each tokenizer's lint counts per kind (core.lint, import depth): (name, {kind: count}).
+    lint: tuple[tuple[str, dict[str, int]], ...] = ()
 
     @property
     def tokenizers(self) -> list[str]:
@@ -51,6 +53,7 @@ class Report:
             "languages": [row.to_dict() for row in self.languages],
             "curve": [point.to_dict() for point in self.curve],
             "heldout_tokens": dict(self.heldout_tokens),
+            "lint": {name: dict(counts) for name, counts in self.lint},
         }
 
 
@@ -70,6 +73,8 @@ def report_from_dict(data: Mapping[str, Any]) -> Report:
             languages=tuple(_rows(LanguageCost, data.get("languages", []))),
             curve=tuple(_rows(CurvePoint, data.get("curve", []))),
             heldout_tokens=tuple((str(k), int(v)) for k, v in heldout.items()),
+            lint=tuple((str(name), {str(k): int(v) for k, v in counts.items()})
+                       for name, counts in data.get("lint", {}).items()),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptData(f"saved report: missing or malformed field {exc}") from None
@@ -95,12 +100,14 @@ def build_report(
     corpus: ParallelCorpus | None = None,
     curve: Sequence[CurvePoint] = (),
     heldout: str | None = None,
+    lint: bool = False,
 ) -> Report:
     """Measure ``tokenizers`` on ``texts`` (default: the shipped parallel corpus).
 
     ``languages`` adds the per-language cost table; ``curve`` points (from ``vocab_curve``)
     are carried into the report as they are, and ``heldout`` (the curve's held-out text) is
-    counted by each tokenizer so the curve can be read against them.
+    counted by each tokenizer so the curve can be read against them. ``lint`` adds each
+    tokenizer's lint counts (``core.lint`` at import depth: about half a second for o200k).
     """
     if not tokenizers:
         raise InvalidInput("no tokenizers to compare: name at least one, e.g. o200k_base")
@@ -120,4 +127,14 @@ def build_report(
         heldout_tokens=() if heldout is None else tuple(
             (name, len(encode_text(tok, heldout))) for name, tok in tokenizers
         ),
+        lint=tuple(_lint_counts(tokenizers)) if lint else (),
     )
+
+
+def _lint_counts(tokenizers: Sequence[tuple[str, Tokenizer]]) -> list[tuple[str, dict[str, int]]]:
+    # subtle: core.lint imports core.report.languages; importing it here, not at the top,
+    # lets either package be imported first.
+    from tokend.core.lint import lint_tokenizer  # noqa: PLC0415
+
+    return [(name, lint_tokenizer(tok, name=name, full=False).summary())
+            for name, tok in tokenizers]

@@ -61,4 +61,12 @@ def format_report(report: Report) -> str:
         if report.heldout_tokens:
             sections.append("compared on the same held-out text: " + ", ".join(
                 f"{name} {tokens:,}" for name, tokens in report.heldout_tokens))
+    if report.lint:
+        names = [name for name, _ in report.lint]
+        kinds = list(dict.fromkeys(k for _, counts in report.lint for k in counts))
+        sections += ["", "Lint findings (tokend registry lint NAME for the list):", table(
+            ["finding", *names],
+            [[kind, *(f"{dict(report.lint)[n].get(kind, 0):,}" if kind in dict(report.lint)[n]
+                      else "-" for n in names)] for kind in kinds],
+        )]
     return "\n".join(sections)

@@ -63,6 +63,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--text", action="append", type=Path, default=[], metavar="FILE",
                         help="UTF-8 file to measure, one text per file (repeatable; "
                         "default: the shipped parallel corpus)")
+    parser.add_argument("--no-lint", dest="lint", action="store_false",
+                        help="leave out each tokenizer's lint counts (local runs only)")
     parser.add_argument("--no-languages", dest="languages", action="store_false",
                         help="leave out the per-language cost table")
     parser.add_argument("--parallel", type=Path, metavar="FILE",
@@ -174,7 +176,7 @@ def make_report(args: argparse.Namespace) -> Report:
     elif args.heldout is not None or args.kinds is not None:
         raise InvalidInput("--heldout and --kinds shape the curve: add --curve-corpus FILE")
     return build_report(tokenizers, texts, texts_source=source, languages=args.languages,
-                        corpus=corpus, curve=curve, heldout=heldout)
+                        corpus=corpus, curve=curve, heldout=heldout, lint=args.lint)
 
 
 def report_from_result(result: ReportResult) -> Report:
