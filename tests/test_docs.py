@@ -14,7 +14,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 PACKAGES = ("core", "server", "client", "tokend_pkg")
 SKIP_DIRS = {".venv", "node_modules", "build", ".git", ".test-data"}
 # A backticked token that names a file or folder of the repository.
-EXTENSIONS = "py|pyx|pxi|pyi|h|proto|json|yaml|yml|js|sh|html|css|cfg|toml"
+EXTENSIONS = "py|pyx|pxi|pyi|h|proto|json|yaml|yml|js|sh|html|css|cfg|toml|md"
 PATH_LIKE = re.compile(rf"^[\w./*-]+(\.({EXTENSIONS})|/)$")
 
 
