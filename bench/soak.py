@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soak.py                                  # 10 minutes -> docs/soak.png
     .venv/bin/python bench/soak.py --duration 20 --interval 5 --check --plot /tmp/soak.png
+    .venv/bin/python bench/soak.py --hostile --check --plot docs/soak_hostile.png
 
 It starts ``tokend serve`` (``--workers`` processes), then ``--threads`` closed-loop client
 threads, each on a connection of its own, send a mix of calls: Encode and CountTokens of texts
@@ -14,7 +15,9 @@ Every ``--interval`` seconds it samples the RSS of every server process (the sup
 worker, any trainer), the p50/p99 latency and the count of calls and errors in that interval.
 At the end it prints a markdown table of the samples and a summary (RSS growth over the second
 half of the run, p99 range, total errors), writes them as JSON (``--json``) and draws them with
-matplotlib (``--plot``). With ``--check`` it exits 1 on any error, or if RSS grows by more than
+matplotlib (``--plot``). ``--hostile`` adds the clients of ``soak_hostile.py`` (half-open
+streams, stalled HTTP heads and scrapes, malformed input) and counts how the server ended
+each. With ``--check`` it exits 1 on any error, or if RSS grows by more than
 ``--max-growth`` over the second half (RSS must level off: every cache is bounded).
 """
 
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from soak_hostile import Hostile
 
 from tokend.core.registry import Registry
 from tokend.core.training.byte_bpe import train_bpe
@@ -72,7 +76,7 @@ class Server:
     log: list[str] = field(default_factory=list)
 
 
-def start_server(base: Path, workers: int) -> Server:
+def start_server(base: Path, workers: int, *extra: str) -> Server:
     registry = base / "registry"
     metrics_port = free_port()
     env = {k: v for k, v in os.environ.items()
@@ -80,7 +84,7 @@ def start_server(base: Path, workers: int) -> Server:
     command = [sys.executable, "-m", "tokend.cli", "serve", "--port", "0",
                "--workers", str(workers), "--registry", str(registry),
                "--metrics-port", str(metrics_port), "--admin-token", ADMIN_TOKEN,
-               "--reload-seconds", "1"]
+               "--reload-seconds", "1", *extra]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env)
     server = Server(process, "", registry, metrics_port)
@@ -288,11 +292,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     Registry(base / "registry").publish("soak-base", ranks=trained.mergeable_ranks(),
                                         pat_str=trained.pattern,
                                         special_tokens=trained.special_tokens)
-    server = start_server(base, args.workers)
+    http_port = free_port() if args.hostile else 0
+    server = start_server(base, args.workers, *(
+        ("--http-port", str(http_port), "--stream-idle-seconds", "10") if args.hostile else ()))
     print(f"serving on {server.target}; load for {args.duration:.0f} s", file=sys.stderr)
     load = Load(server.target, ["o200k_base", "cl100k_base", "soak-base"], args.seed)
     threads = [threading.Thread(target=load.client, args=(i,), daemon=True)
                for i in range(args.threads)]
+    hostile = Hostile(server.target, http_port, server.metrics_port) if args.hostile else None
+    if hostile is not None:
+        threads += hostile.threads()
     if args.train_every > 0:
         threads.append(threading.Thread(target=load.trainer, args=(args.train_every,),
                                         daemon=True))
@@ -317,11 +326,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "rss_mb": {k: round(v, 1) for k, v in rss.items()},
                 "cache_entries": cache_entries(server.metrics_port),
                 "loadavg_1m": os.getloadavg()[0],
+                "hostile": hostile.snapshot() if hostile is not None else {},
             }
             samples.append(sample)
             print(json.dumps(sample), file=sys.stderr)
     finally:
         load.stop.set()
+        if hostile is not None:
+            hostile.stop.set()
         for thread in threads:
             thread.join(timeout=60)
         server.process.send_signal(signal.SIGTERM)
@@ -354,6 +366,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "rss": growth,
         "train_jobs": result["train_jobs"],
         "exit_code": result["exit_code"],
+        "hostile": samples[-1].get("hostile", {}) if samples else {},
     }
 
 
@@ -412,6 +425,9 @@ def markdown(result: dict[str, Any], summary: dict[str, Any]) -> str:
               f"({sum(j.get('state') == SUCCEEDED for j in summary['train_jobs'])} succeeded); "
               "server exit code after SIGTERM: "
               f"{summary['exit_code']}"]
+    if summary["hostile"]:
+        lines += ["", "hostile clients: " + ", ".join(
+            f"{key} {value:,}" for key, value in sorted(summary["hostile"].items()))]
     return "\n".join(lines)
 
 
@@ -424,6 +440,8 @@ def main() -> int:
     parser.add_argument("--train-every", type=float, default=120.0,
                         help="seconds between training jobs (0: none)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hostile", action="store_true",
+                        help="add hostile clients (soak_hostile.py) beside the load")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "soak.png")
     parser.add_argument("--json", type=Path, help="write samples and summary here")
     parser.add_argument("--check", action="store_true",
@@ -443,9 +461,13 @@ def main() -> int:
     failed_jobs = [j for j in summary["train_jobs"] if j.get("state") != SUCCEEDED]
     grown = {k: r["growth_second_half"] for k, r in summary["rss"].items()
              if r["growth_second_half"] > args.max_growth}
-    if summary["errors"] or failed_jobs or grown or summary["exit_code"] != 0:
+    # A malformed request answered OK or INTERNAL, or a half-open stream never ended: failed.
+    hostile_bad = {k: v for k, v in summary["hostile"].items()
+                   if k in ("malformed OK", "malformed INTERNAL", "streams OK")}
+    if summary["errors"] or failed_jobs or grown or summary["exit_code"] != 0 or hostile_bad:
         print(f"soak check failed: errors={summary['errors']} failed_jobs={failed_jobs} "
-              f"grown={grown} exit_code={summary['exit_code']}", file=sys.stderr)
+              f"grown={grown} exit_code={summary['exit_code']} hostile={hostile_bad}",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -254,7 +254,7 @@ _SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("stream_idle_seconds", "TOKEND_STREAM_IDLE_SECONDS", float,
      "end an EncodeStream or Train upload whose client sent nothing for this long"),
     ("max_streams", "TOKEND_MAX_STREAMS", int,
-     "EncodeStream + Train uploads open at once per worker (default: half of --threads)"),
+     "EncodeStream calls open at once per worker (default: half of --threads)"),
     ("admin_token", "TOKEND_ADMIN_TOKEN", str, "bearer token required by Train/CancelTrainJob"),
     ("allow_open_training", "TOKEND_ALLOW_OPEN_TRAINING", env_flag,
      "serve Train/CancelTrainJob without --admin-token on a non-loopback --host (refused "

@@ -83,7 +83,7 @@ CACHE_ENTRIES = Gauge(
     multiprocess_mode="livesum",
 )
 STREAMS_OPEN = Gauge(
-    "tokend_streams_open", "Client streams (EncodeStream, Train uploads) open now, by method; "
+    "tokend_streams_open", "Client streams (EncodeStream) open now, by method; "
     "at most --max-streams per worker", ["method"], multiprocess_mode="livesum",
 )
 CALLS_WAITED = Gauge(

@@ -70,7 +70,7 @@ def idle_bounded(messages: Iterator[T], idle_seconds: float, *, what: str,
 
 
 class StreamSlots:
-    """At most ``limit`` client streams (EncodeStream, Train uploads) open in this worker, so
+    """At most ``limit`` client streams (EncodeStream) open in this worker, so
     streams can never hold every handler thread: one more is refused at once, naming the flag.
     """
 

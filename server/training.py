@@ -63,14 +63,16 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
     def __init__(self, config: ServerConfig, jobs: JobStore) -> None:
         self.config = config
         self.jobs = jobs
-        self.streams = StreamSlots(config.stream_cap)  # EncodeStream's too (TokenizerService)
+        # EncodeStream calls open at once (TokenizerService's). Train uploads are not counted
+        # here: they need the admin token and are bounded by --max-train-jobs, so anonymous
+        # half-open streams can never lock the operator's training out.
+        self.streams = StreamSlots(config.stream_cap)
 
     def Train(
         self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
     ) -> pb.TrainResponse:
-        with self.streams.hold("Train"):
-            return self._train(idle_bounded(request_iterator, self.config.stream_idle_seconds,
-                                            what="Train"), context)
+        return self._train(idle_bounded(request_iterator, self.config.stream_idle_seconds,
+                                        what="Train"), context)
 
     def _train(
         self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
