@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from lint_reference import not_utf8_count, tiktoken_unreachable
 from tiktoken_reference import reference
 
 from tokend.core import Encoding, get_encoding
@@ -32,33 +33,6 @@ def tiny(extra: list[bytes], specials: dict[str, int] | None = None, **kw: objec
 def kinds(report: LintReport, kind: str) -> list[dict[str, object]]:
     return [f for f in report.to_dict()["findings"] if f["kind"] == kind]
 
-
-def tiktoken_unreachable(name: str) -> list[int]:
-    """tiktoken's own answer: decode each ordinary id, encode its text, compare."""
-    enc = reference(name)
-    specials = set(enc._special_tokens.values())
-    out = []
-    for i in range(enc.n_vocab):
-        if i in specials:
-            continue
-        try:
-            text = enc.decode_single_token_bytes(i).decode("utf-8")
-        except (KeyError, UnicodeDecodeError):
-            continue
-        if enc.encode_ordinary(text) != [i]:
-            out.append(i)
-    return out
-
-
-def not_utf8_count(name: str) -> int:
-    enc = reference(name)
-    count = 0
-    for token in enc._mergeable_ranks:
-        try:
-            token.decode("utf-8")
-        except UnicodeDecodeError:
-            count += 1
-    return count
 
 
 class TestBuiltins:
