@@ -24,10 +24,11 @@ from baseline_server import BaselineService  # bench/ is the script's directory
 from bench_service import SIZES, TOKENIZER, make_texts
 
 from tokend.client.requests import special_policy
-from tokend.server.app import make_server
+from tokend.server.app.service import App
 from tokend.server.config import ServerConfig
 from tokend.server.interceptors import ServerState, TokendInterceptor
 from tokend.server.servicer import TokenizerService
+from tokend.server.serving import make_server
 from tokend.v1 import tokenizer_pb2 as pb
 
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ServerConfig(port=0, registry=Path(tmp) / "registry", metrics_port=0)
         built = make_server(config)  # bound, never started: only its tokenizer table and jobs
         servicers = {
-            "tokend": TokenizerService(config, built.tokenizers, built.jobs),
+            "tokend": TokenizerService(App(config, built.tokenizers, built.jobs)),
             "baseline": BaselineService([TOKENIZER]),
         }
         # tokend's calls go through its interceptor, as in the server (request id, metrics).
@@ -109,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             for rpc, batch in requests.items():
                 methods = {name: getattr(servicer, rpc) for name, servicer in servicers.items()}
-                methods["tokend"] = interceptor._wrap_unary(rpc, methods["tokend"])
+                labels = ("unary", "tokend.v1.TokenizerService", rpc)
+                methods["tokend"] = interceptor._wrap_unary(rpc, labels, methods["tokend"],
+                                                            streaming=False)
                 us = compare(methods, batch, args.repeat)
                 ratio = us["tokend"] / us["baseline"]
                 print(

@@ -15,6 +15,22 @@ import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from tokend.core import errors as E  # noqa: N812 - E.UnknownTokenizer reads as a table
+from tokend.server.app.fields import MAX_MESSAGE_CHARS, bounded, field_of, with_field
+
+__all__ = [
+    "HTTP_STATUS_TABLE",
+    "MAX_MESSAGE_CHARS",
+    "STATUS_TABLE",
+    "RpcStatus",
+    "bounded",
+    "code_for",
+    "field_of",
+    "hide_paths",
+    "http_status_for",
+    "public_message",
+    "status_for",
+    "with_field",
+]
 
 # Most specific first: the first class the error is an instance of wins.
 STATUS_TABLE: tuple[tuple[type[E.TokendError], grpc.StatusCode], ...] = (
@@ -68,23 +84,6 @@ def http_status_for(exc: E.TokendError) -> int:
     return 500
 
 
-# A status message (grpc-message, and again in the BadRequest detail) is cut to this many
-# characters: core quotes client values through ``errors.shown`` already, this is the backstop
-# that keeps any message far below the client's 16 KiB metadata limit.
-MAX_MESSAGE_CHARS = 1024
-
-
-def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """``message`` cut to ``limit`` characters, saying so when it was cut.
-
-    >>> bounded("x" * 10, limit=4)
-    'xxxx... (message cut at 4 of 10 characters)'
-    """
-    if len(message) <= limit:
-        return message
-    return f"{message[:limit]}... (message cut at {limit} of {len(message)} characters)"
-
-
 # (absolute server path, what a client sees instead), longest first: set once per process by
 # hide_paths; a status message names the tokenizer/version (``tok/1/manifest.json``) instead of
 # the folder the server keeps it in. Log lines keep the full path.
@@ -123,21 +122,6 @@ def code_for(exc: E.TokendError) -> grpc.StatusCode:
         if isinstance(exc, cls):
             return code
     return grpc.StatusCode.UNKNOWN
-
-
-def with_field(exc: E.TokendError, field: str) -> E.TokendError:
-    """Tag an error with the request field it is about (``texts[3]``) for BadRequest details.
-
-    >>> with_field(E.InvalidInput("bad"), "texts[3]").field  # doctest: +SKIP
-    'texts[3]'
-    """
-    exc.field = field  # type: ignore[attr-defined]
-    return exc
-
-
-def field_of(exc: BaseException) -> str | None:
-    value = getattr(exc, "field", None)
-    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)

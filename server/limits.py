@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import logging
 
-import grpc
-
-from tokend.core.errors import Cancelled, DeadlineExceeded, LimitExceeded
+from tokend.core.errors import LimitExceeded
 from tokend.server import metrics
-from tokend.server.errors import with_field
+from tokend.server.app.fields import with_field
 from tokend.server.logs import log_event
 
 
@@ -50,11 +48,3 @@ def check_text(text: str, limit: int, field: str) -> None:
         return
     check(f"{field} size in bytes", utf8_len(text), limit, "--max-text-bytes", field=field)
 
-
-def check_alive(context: grpc.ServicerContext) -> None:
-    """Stop work between items once the caller's deadline passed or the caller went away."""
-    remaining = context.time_remaining()
-    if remaining is not None and remaining <= 0:
-        raise DeadlineExceeded("deadline exceeded before the request was fully processed")
-    if not context.is_active():
-        raise Cancelled("the client cancelled the call")

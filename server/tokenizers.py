@@ -71,6 +71,10 @@ class Tokenizers:
             with self._lock:
                 self._load_locks.pop(ref, None)
 
+    def is_loaded(self, ref: str) -> bool:
+        """Whether ``get(ref)`` answers from the table (no registry I/O, no loading)."""
+        return ref in self._refs
+
     def _load(self, ref: str) -> Served:
         resolved = self.registry.resolve(ref)
         canonical = resolved.ref

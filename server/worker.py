@@ -23,7 +23,7 @@ def worker_main(config: ServerConfig, port: int, events: Queue[tuple[str, int]])
     """Entry point of a worker process (``port`` is the one the supervisor reserved)."""
     setup_logging(config.log_level)
     # Imported here so the supervisor (which imports this module) never loads gRPC servers.
-    from tokend.server.app import make_server  # noqa: PLC0415
+    from tokend.server.serving import make_server  # noqa: PLC0415
 
     stop = threading.Event()
 

@@ -1,12 +1,13 @@
-"""The HTTP JSON API and the inspector page: Starlette routes over the gRPC servicer.
+"""The HTTP JSON API and the inspector page: Starlette routes onto the application layer.
 
 ``/tokenize``, ``/detokenize``, ``/count`` and ``/tokenizers`` are the paths TEI and vLLM
-use; each body is the RPC's request in JSON (``convert.py``) and each call runs the servicer
-method itself (Encode, Decode, CountTokens, ListTokenizers, GetTokenizer) on the worker's
-handler pool, so semantics, limits and refusals are the gRPC ones by construction; only the
-status code is HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). ``/`` is the inspector
-page (``static/``). None of these needs the admin token, as their RPCs do not; training stays
-on gRPC.
+use; each body is the RPC's request in JSON (checked by ``convert.py``, built into the app's
+typed request by ``bodies.py``) and each call runs the same ``App`` method the gRPC servicer
+calls (encode, decode, count, list_tokenizers, get_tokenizer) on the worker's handler pool, so
+semantics, limits and refusals are the gRPC ones by construction; only the status code is
+HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). ``/`` is the inspector page
+(``static/``). None of these needs the admin token, as their RPCs do not; training stays on
+gRPC.
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
-import grpc
-from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -35,8 +34,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
 from tokend.core.errors import LimitExceeded, TokendError, Unavailable, shown
-from tokend.core.pipeline.decoders import byte_of
 from tokend.server import limits, metrics
+from tokend.server.app.context import UNBOUNDED
+from tokend.server.app.encoding import EncodeRequest
+from tokend.server.app.service import App
 from tokend.server.errors import (
     bounded,
     code_for,
@@ -46,10 +47,9 @@ from tokend.server.errors import (
 )
 from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_id
 from tokend.server.logs import log_event
-from tokend.server.servicer import TokenizerService
-from tokend.server.web.convert import invalid, parse_body, to_json, to_message
+from tokend.server.web import bodies
+from tokend.server.web.convert import invalid, parse_body
 from tokend.server.web.guards import HostRule, check_content_type
-from tokend.v1 import tokenizer_pb2 as pb
 
 STATIC = Path(__file__).resolve().parent / "static"
 # The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
@@ -61,32 +61,22 @@ _MAX_REQUEST_ID = 128
 # How much of a refused (too large) body is read and dropped before the 413 goes out.
 DRAIN_BYTES = 64 << 20
 DRAIN_SECONDS = 5.0
-
-
-class HttpContext:
-    """What the servicer asks of a gRPC context, for an HTTP request: no deadline, and a
-    client that leaves is not noticed mid-call (a call is bounded by the limits anyway)."""
-
-    def time_remaining(self) -> float | None:
-        return None
-
-    def is_active(self) -> bool:
-        return True
-
-    def add_callback(self, callback: Callable[[], None]) -> bool:
-        return False
-
-
-_CONTEXT = cast(grpc.ServicerContext, HttpContext())  # the servicer reads only the above
+# A call whose body is at most this many bytes, and whose tokenizer is loaded, runs on the HTTP
+# thread itself: handing it to the handler pool (two thread wake-ups and a future chained
+# across threads) cost more CPU than the call's own work (bench/bench_http.py,
+# docs/benchmarks.md). Larger bodies, and calls that may load a tokenizer or read the
+# registry, go to the pool under the same --busy-calls rule as gRPC calls.
+INLINE_BYTES = 16 * 1024
+T = TypeVar("T")
 
 
 class WebApi:
-    """The routes, bound to one worker's servicer, handler pool and draining state."""
+    """The routes, bound to one worker's app, handler pool and draining state."""
 
-    def __init__(self, service: TokenizerService, executor: Executor, state: ServerState,
+    def __init__(self, app: App, executor: Executor, state: ServerState,
                  *, max_body_bytes: int, body_seconds: float = 30.0,
                  hosts: HostRule | None = None) -> None:
-        self.service = service
+        self.service = app
         self.executor = executor
         self.state = state
         self.max_body_bytes = max_body_bytes
@@ -94,12 +84,12 @@ class WebApi:
         self.hosts = hosts or HostRule(frozenset(), bind="127.0.0.1")
 
     def app(self) -> ASGIApp:
-        routes = [
-            Route("/", self.page, methods=["GET"]),
-            Route("/health", self.health, methods=["GET"]),
+        routes = [  # the busiest first: the router tries them in order
+            Route("/count", self.count, methods=["POST"]),
             Route("/tokenize", self.tokenize, methods=["POST"]),
             Route("/detokenize", self.detokenize, methods=["POST"]),
-            Route("/count", self.count, methods=["POST"]),
+            Route("/", self.page, methods=["GET"]),
+            Route("/health", self.health, methods=["GET"]),
             Route("/tokenizers", self.list_tokenizers, methods=["GET"]),
             Route("/tokenizers/{ref:path}", self.get_tokenizer, methods=["GET"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -118,35 +108,42 @@ class WebApi:
                             status_code=200 if serving else 503)
 
     async def tokenize(self, request: Request) -> Response:
-        async def work(body: dict[str, Any]) -> dict[str, Any]:
-            body.setdefault("include_details", True)  # TEI answers with the pieces
-            req = to_message(body, pb.EncodeRequest())
-            response = await self._run(self.service.Encode, req)
-            return self._tokens(response, with_details=req.include_details)
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            req = bodies.encode_request(body)
+            inline = inline and self.service.ready(req.tokenizer)
+            return await self._run(inline, self._tokenize, req)
         return await self._json_call(request, work)
 
+    def _tokenize(self, req: EncodeRequest) -> dict[str, Any]:
+        result = self.service.encode(req, UNBOUNDED)
+        fallback = self.service.byte_fallback_ids(result) if req.include_details \
+            else frozenset()
+        return bodies.tokens_json(result, fallback)
+
     async def detokenize(self, request: Request) -> Response:
-        async def work(body: dict[str, Any]) -> dict[str, Any]:
-            req = to_message(body, pb.DecodeRequest())
-            return to_json(await self._run(self.service.Decode, req))
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            req = bodies.decode_request(body)
+            inline = inline and self.service.ready(req.tokenizer)
+            return bodies.decoded_json(
+                await self._run(inline, self.service.decode, req, UNBOUNDED))
         return await self._json_call(request, work)
 
     async def count(self, request: Request) -> Response:
-        async def work(body: dict[str, Any]) -> dict[str, Any]:
-            req = to_message(body, pb.CountTokensRequest())
-            return to_json(await self._run(self.service.CountTokens, req))
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            req = bodies.count_request(body)
+            inline = inline and self.service.ready(req.tokenizer, req.model)
+            return bodies.counted_json(await self._run(inline, self.service.count, req, UNBOUNDED))
         return await self._json_call(request, work)
 
     async def list_tokenizers(self, request: Request) -> Response:
-        async def work(body: dict[str, Any]) -> dict[str, Any]:
-            req = pb.ListTokenizersRequest()
-            return to_json(await self._run(self.service.ListTokenizers, req))
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            return bodies.tokenizers_json(await self._run(False, self.service.list_tokenizers))
         return await self._json_call(request, work, body=False)
 
     async def get_tokenizer(self, request: Request) -> Response:
-        async def work(body: dict[str, Any]) -> dict[str, Any]:
-            req = pb.GetTokenizerRequest(tokenizer=_path_ref(request))
-            return to_json(await self._run(self.service.GetTokenizer, req))
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            ref = _path_ref(request)
+            return bodies.manifest_json(await self._run(False, self.service.get_tokenizer, ref))
         return await self._json_call(request, work, body=False)
 
     # -- the common path of a JSON call -----------------------------------------------------
@@ -154,12 +151,13 @@ class WebApi:
     async def _json_call(
         self,
         request: Request,
-        work: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+        work: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]],
         *,
         body: bool = True,
     ) -> Response:
-        """Refuse while draining, read and parse the body, run ``work``; a TokendError
-        becomes its HTTP status with a JSON error naming the field."""
+        """Refuse while draining, read and parse the body, run ``work`` (told whether the body
+        is small enough to run inline); a TokendError becomes its HTTP status with a JSON error
+        naming the field."""
         rid = _request_id(request)
         try:
             if self.state.draining:
@@ -168,13 +166,14 @@ class WebApi:
             self.hosts.check(request.headers.get("host", ""))
             if body:
                 check_content_type(request.headers.get("content-type", ""))
-            parsed = parse_body(await self._timed_body(request)) if body else {}
-            result = await work(parsed)
-            response: Response = JSONResponse(result)
+            data = await self._timed_body(request) if body else b"{}"
+            result = await work(parse_body(data), len(data) <= INLINE_BYTES)
+            response: Response = JSONResponse(result, headers={REQUEST_ID_KEY: rid})
         except TokendError as exc:
             response = error_response(exc)
             log_event("http_error", path=request.url.path[:200], status=response.status_code,
                       request_id=rid, error=bounded(str(exc)), field=field_of(exc))
+            response.headers[REQUEST_ID_KEY] = rid
         except Exception as exc:  # logged, never sent to the client
             log_event("http_internal_error", level=logging.ERROR, path=request.url.path[:200],
                       request_id=rid, error=repr(exc),
@@ -184,7 +183,7 @@ class WebApi:
                            "status": "INTERNAL", "type": "InternalError", "field": None}},
                 status_code=500,
             )
-        response.headers[REQUEST_ID_KEY] = rid
+            response.headers[REQUEST_ID_KEY] = rid
         return response
 
     async def _timed_body(self, request: Request) -> bytes:
@@ -218,37 +217,12 @@ class WebApi:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _run(self, method: Callable[[Any, grpc.ServicerContext], Any],
-                   req: Message) -> Any:
-        """``method(req)`` on the handler pool, under the same --busy-calls rule as gRPC."""
-        return await asyncio.wrap_future(self.executor.submit(method, req, _CONTEXT))
-
-    def _tokens(self, response: pb.EncodeResponse, *, with_details: bool) -> dict[str, Any]:
-        """Encode's answer with TEI-style tokens: id, text (when the piece is whole UTF-8),
-        bytes (hex), byte offsets [start, end), special and byte-fallback flags."""
-        fallback = self._byte_fallback_ids(response) if with_details else frozenset()
-        results: list[dict[str, Any]] = []
-        for result in response.results:
-            tokens = [
-                {"id": d.id, "text": _utf8_or_none(d.piece), "bytes": d.piece.hex(),
-                 "start": d.start, "end": d.end, "special": d.special,
-                 "byte_fallback": d.id in fallback}
-                for d in result.details
-            ]
-            results.append({"ids": list(result.ids), "count": len(result.ids), "tokens": tokens})
-        total = sum(len(r.ids) for r in response.results)
-        return {"tokenizer": response.tokenizer, "total": total, "results": results}
-
-    def _byte_fallback_ids(self, response: pb.EncodeResponse) -> frozenset[int]:
-        """Ids whose vocabulary entry is a ``<0xNN>`` byte-fallback token (SentencePiece and
-        HF models with byte_fallback; byte-level BPE has none)."""
-        encoding = self.service.tokenizers.get(response.tokenizer).encoding
-        decode_tokens = getattr(encoding, "decode_tokens", None)
-        if decode_tokens is None:
-            return frozenset()
-        ids = sorted({i for r in response.results for i in r.ids})
-        texts: list[str] = decode_tokens(ids)
-        return frozenset(i for i, text in zip(ids, texts, strict=True) if byte_of(text) is not None)
+    async def _run(self, inline: bool, method: Callable[..., T], *args: Any) -> T:
+        """``method(*args)`` here (``inline``, see INLINE_BYTES) or on the handler pool, under
+        the same --busy-calls rule as gRPC."""
+        if inline:
+            return method(*args)
+        return await asyncio.wrap_future(self.executor.submit(method, *args))
 
 
 def error_response(exc: TokendError) -> JSONResponse:
@@ -308,13 +282,6 @@ async def _discard(stream: AsyncIterator[bytes]) -> None:
 
     with contextlib.suppress(TimeoutError, ClientDisconnect):
         await asyncio.wait_for(drain(), DRAIN_SECONDS)
-
-
-def _utf8_or_none(piece: bytes) -> str | None:
-    try:
-        return piece.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _request_id(request: Request) -> str:

@@ -1,8 +1,9 @@
-"""JSON bodies -> the RPCs' protobuf requests, and protobuf responses -> JSON.
+"""JSON bodies -> the app layer's typed requests, checked against the proto's schemas.
 
 The HTTP API speaks the proto's own field names, so a refusal names the same field on both
-transports (``texts[1]``, ``special_tokens.allowed[0]``) and the servicer does the work once.
-Conversion is driven by the message descriptors; every problem is an ``InvalidInput`` naming
+transports (``texts[1]``, ``special_tokens.allowed[0]``) and the app does the work once.
+A body is checked against its message's schema (``schema.py``, read from the descriptors) into
+plain values, then built into the typed request; every problem is an ``InvalidInput`` naming
 its field path, as ``wire.py`` does for gRPC requests that do not decode. Conveniences, each
 with one meaning: a single value where a list is expected is a list of one (TEI's ``inputs``
 takes a string or a list), a bare list stands for a message with one repeated field
@@ -14,23 +15,13 @@ JSON value itself, and ``null`` means "not set".
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
-
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message
+from typing import Any
 
 from tokend.core.errors import InvalidInput, shown
-from tokend.server.errors import with_field
+from tokend.server.app.fields import with_field
+from tokend.server.web.schema import BOOL, ENUM, INT, MESSAGE, STRING, Enum, Field, Schema
 from tokend.server.wire import UTF8_RULE
 
-M = TypeVar("M", bound=Message)
-
-_INT_RANGES = {
-    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
-    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
-    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
-}
 _RANGE_NAMES = {2**32 - 1: "2^32 - 1", 2**64 - 1: "2^64 - 1", 2**31 - 1: "2^31 - 1",
                 2**63 - 1: "2^63 - 1"}
 
@@ -75,69 +66,80 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def to_message(value: dict[str, Any], message: M, path: str = "") -> M:
-    """Fill ``message`` from a JSON object (fields by their proto names); returns it."""
-    descriptor: Any = message.DESCRIPTOR
+def checked(value: dict[str, Any], schema: Schema, path: str = "") -> dict[str, Any]:
+    """The fields of a JSON object checked against ``schema``: plain values by field name
+    (only those set; a nested message only when one of its fields is set, as in protobuf;
+    setting one member of a oneof drops the others)."""
+    out: dict[str, Any] = {}
     for key, item in value.items():
         field_path = f"{path}{key}"
-        field = descriptor.fields_by_name.get(key) if isinstance(key, str) else None
+        field = schema.fields.get(key) if isinstance(key, str) else None
         if field is None:
-            known = sorted(descriptor.fields_by_name)
+            known = sorted(schema.fields)
             raise invalid(_text(field_path, "request"),
-                          f"unknown field of {descriptor.name}; its fields are {known}")
+                          f"unknown field of {schema.name}; its fields are {known}")
         if item is None:
             continue
-        if field.is_repeated:
-            _set_repeated(message, field, item, field_path)
-        elif field.message_type is not None:
+        if field.repeated:
+            out[key] = out.get(key, []) + _repeated(field, item, field_path)
+            continue
+        if field.kind == MESSAGE:
+            assert field.message is not None
             if not isinstance(item, dict):
                 raise invalid(field_path, f"must be a JSON object, not {_kind(item)}")
-            to_message(item, getattr(message, key), f"{field_path}.")
+            inner = checked(item, field.message, f"{field_path}.")
+            if not inner:
+                continue  # nothing set: the message stays unset
+            out[key] = {**out.get(key, {}), **inner}
         else:
-            setattr(message, key, _scalar(field, item, field_path))
-    return message
+            out[key] = _scalar(field, item, field_path)
+        for other in field.oneof:
+            out.pop(other, None)
+    return out
 
 
-def _set_repeated(message: Message, field: Any, item: Any, path: str) -> None:
+def _repeated(field: Field, item: Any, path: str) -> list[Any]:
     items = item if isinstance(item, list) else [item]
-    target = getattr(message, field.name)
+    out: list[Any] = []
     for i, element in enumerate(items):
         where = f"{path}[{i}]"
-        if field.message_type is None:
-            target.append(_scalar(field, element, where))
+        if field.kind != MESSAGE:
+            out.append(_scalar(field, element, where))
             continue
-        value = _bare_list(field.message_type, element, where) \
+        assert field.message is not None
+        value = _bare_list(field.message, element, where) \
             if isinstance(element, list) else element
         if not isinstance(value, dict):
             raise invalid(where, f"must be a JSON object, not {_kind(value)}")
-        to_message(value, target.add(), f"{where}.")
+        out.append(checked(value, field.message, f"{where}."))
+    return out
 
 
-def _bare_list(descriptor: Any, element: list[Any], where: str) -> dict[str, Any]:
+def _bare_list(schema: Schema, element: list[Any], where: str) -> dict[str, Any]:
     """``[1, 2]`` for a message whose only field is repeated: ``{"ids": [1, 2]}``."""
-    fields = descriptor.fields
-    if len(fields) != 1 or not fields[0].is_repeated:
+    only = schema.only_repeated
+    if only is None:
         raise invalid(where, f"must be a JSON object, not {_kind(element)}")
-    return {fields[0].name: element}
+    return {only.name: element}
 
 
-def _scalar(field: Any, value: Any, path: str) -> Any:
-    kind = field.type
-    if kind == FieldDescriptor.TYPE_STRING:
+def _scalar(field: Field, value: Any, path: str) -> Any:
+    kind = field.kind
+    if kind == STRING:
         if field.name.endswith("_json") and not isinstance(value, str):
             return json.dumps(value)
         if not isinstance(value, str):
             raise invalid(path, f"must be a string, not {_kind(value)}")
         return _utf8(value, path)
-    if kind == FieldDescriptor.TYPE_BOOL:
+    if kind == BOOL:
         if not isinstance(value, bool):
             raise invalid(path, f"must be true or false, not {_kind(value)}")
         return value
-    if kind == FieldDescriptor.TYPE_ENUM:
-        assert field.enum_type is not None
-        return _enum(field.enum_type, value, path)
-    if kind in _INT_RANGES:
-        low, high = _INT_RANGES[kind]
+    if kind == ENUM:
+        assert field.enum is not None
+        return _enum(field.enum, value, path)
+    if kind == INT:
+        low, high = field.low, field.high
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             shown_high = _RANGE_NAMES.get(high, str(high))
             raise invalid(path, f"must be an integer from {low} to {shown_high}, not "
@@ -146,10 +148,10 @@ def _scalar(field: Any, value: Any, path: str) -> Any:
     raise invalid(path, "this field cannot be set over HTTP")  # bytes, floats: none in requests
 
 
-def _enum(enum: Any, value: Any, path: str) -> int:
-    """An enum value by number (unknown numbers pass: the servicer names them) or by name,
+def _enum(enum: Enum, value: Any, path: str) -> int:
+    """An enum value by number (unknown numbers pass: the app names them) or by name,
     full (``DISALLOWED_SPECIAL_NONE``) or without the type's prefix (``none``)."""
-    names = [v.name for v in enum.values]
+    names = [name for name, _ in enum.values]
     if isinstance(value, int) and not isinstance(value, bool):
         if -(2**31) <= value < 2**31:  # an enum is an int32 on the wire
             return value
@@ -158,9 +160,9 @@ def _enum(enum: Any, value: Any, path: str) -> int:
     prefix = _common_prefix(names)
     if isinstance(value, str):
         wanted = _utf8(value, path).upper()
-        for v in enum.values:
-            if wanted in (v.name, v.name.removeprefix(prefix)):
-                return int(v.number)
+        for name, number in enum.values:
+            if wanted in (name, name.removeprefix(prefix)):
+                return number
     short = [name.removeprefix(prefix).lower() for name in names]
     raise invalid(path, f"unknown {enum.name} {shown(value)}; one of {short} (or their numbers)")
 
@@ -209,32 +211,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
-
-
-def to_json(message: Message) -> dict[str, Any]:
-    """Every field of ``message`` by its proto name (defaults included, so the shape is fixed;
-    bytes as hex, enums by name, an unset optional as null)."""
-    out: dict[str, Any] = {}
-    for field in message.DESCRIPTOR.fields:
-        value = getattr(message, field.name)
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            out[field.name] = dict(value)
-        elif field.is_repeated:
-            out[field.name] = [_json_value(field, v) for v in value]
-        elif field.has_presence and not message.HasField(field.name):
-            out[field.name] = None
-        else:
-            out[field.name] = _json_value(field, value)
-    return out
-
-
-def _json_value(field: Any, value: Any) -> Any:
-    if field.message_type is not None:
-        return to_json(value)
-    if field.type == FieldDescriptor.TYPE_BYTES:
-        return bytes(value).hex()
-    if field.type == FieldDescriptor.TYPE_ENUM:
-        assert field.enum_type is not None
-        item = field.enum_type.values_by_number.get(value)
-        return item.name if item is not None else value
-    return value

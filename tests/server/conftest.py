@@ -22,8 +22,8 @@ from tokend_process import start_tokend
 from versioned import publish_versions
 
 from tokend.core.registry import Registry
-from tokend.server.app import TokendServer, make_server
 from tokend.server.config import ServerConfig
+from tokend.server.serving import TokendServer, make_server
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
 ADMIN_TOKEN = "secret-admin"

@@ -21,7 +21,7 @@ from tokend.core.errors import StorageError, StorageFull
 from tokend.core.registry import Registry
 from tokend.core.registry import local as registry_module
 from tokend.core.training.byte_bpe import train_bpe
-from tokend.server import training as training_module
+from tokend.server.app import training as training_module
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 

@@ -364,8 +364,8 @@ class TestCommandLine:
         import argparse
 
         from tokend.commands.serve import register
-        from tokend.server.app import make_server
         from tokend.server.config import ServerConfig, config_from
+        from tokend.server.serving import make_server
 
         parser = argparse.ArgumentParser()
         register(parser.add_subparsers())

@@ -1,4 +1,5 @@
-"""Assemble one gRPC server (one worker process): servicers, interceptor, health, reflection.
+"""Assemble one worker's servers: the application layer (``server/app/``), the gRPC server
+over it (servicer, interceptor, health, reflection) and, with --http-port, the HTTP API.
 
 ``make_server(config)`` builds and binds it without starting it, so tests run it in-process on
 port 0; ``worker.py`` runs it in each process started by the supervisor.
@@ -21,6 +22,7 @@ from tokend import __version__
 from tokend.core.engine import ENGINE
 from tokend.core.registry import Registry
 from tokend.server import metrics
+from tokend.server.app.service import App
 from tokend.server.config import ServerConfig
 from tokend.server.errors import hide_paths
 from tokend.server.executor import LifoThreadPool
@@ -176,8 +178,8 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
         options=grpc_options(config, reuse_port=reuse_port),
     )
-    servicer = TokenizerService(config, tokenizers, jobs)
-    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(servicer, server)
+    app = App(config, tokenizers, jobs)
+    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(TokenizerService(app), server)
     health_servicer = health.HealthServicer(
         experimental_non_blocking=True,
         experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2),
@@ -203,7 +205,7 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
 
         hosts = HostRule(frozenset(h.strip().lower() for h in config.http_allowed_hosts.split(",")
                                    if h.strip()), bind=config.http_host)
-        api = WebApi(servicer, executor, state, max_body_bytes=config.max_message_bytes,
+        api = WebApi(app, executor, state, max_body_bytes=config.max_message_bytes,
                      body_seconds=config.http_body_seconds, hosts=hosts)
         web = WebServer(api.app(), config, reuse_port=reuse_port)
     return TokendServer(server, port, config, tokenizers, jobs, health_servicer, state, executor,

@@ -1,4 +1,4 @@
-"""The Report RPC: bounded, then measured by tokend.core.report (no training on this path).
+"""Report: bounded, then measured by tokend.core.report (no training on this path).
 
 Training for vocabulary curves stays in the CLI / library: a training run belongs in a Train
 job (queued, cancellable, bounded by the job limits), never inside a unary call holding a
@@ -8,12 +8,13 @@ together at most --max-text-bytes (each tokenizer reads all of them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import grpc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from tokend.core.errors import InvalidInput, TokendError, shown
 from tokend.core.report import (
+    LanguageCost,
+    TokenizerMetrics,
     corpus_texts,
     language_costs,
     load_parallel_corpus,
@@ -21,21 +22,35 @@ from tokend.core.report import (
 )
 from tokend.core.tokenizer import Tokenizer
 from tokend.server import limits
+from tokend.server.app.context import CallContext, check_alive
+from tokend.server.app.fields import with_field
 from tokend.server.config import ServerConfig
-from tokend.server.errors import with_field
 from tokend.server.tokenizers import Served
-from tokend.v1 import tokenizer_pb2 as pb
 
 SHIPPED_SOURCE = "the shipped parallel corpus (20 languages)"
 REQUEST_SOURCE = "the request's texts"
 
 
-def report_response(
-    request: pb.ReportRequest,
-    context: grpc.ServicerContext,
+@dataclass(frozen=True, slots=True)
+class ReportRequest:
+    tokenizers: Sequence[str]
+    texts: Sequence[str] = ()  # none: the shipped parallel corpus
+    include_languages: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    texts_source: str
+    tokenizers: list[TokenizerMetrics]
+    languages: list[LanguageCost]
+
+
+def report(
+    request: ReportRequest,
+    context: CallContext,
     config: ServerConfig,
     get: Callable[[str], Served],
-) -> pb.ReportResponse:
+) -> Reported:
     """Check the request against the limits, load its tokenizers, measure, convert."""
     tokenizers = _tokenizers(request, config, get)
     texts = list(request.texts)
@@ -50,28 +65,19 @@ def report_response(
     corpus = load_parallel_corpus()
     source = REQUEST_SOURCE if texts else SHIPPED_SOURCE
     measured = texts or corpus_texts(corpus)
-    response = pb.ReportResponse(texts_source=source)
+    measures: list[TokenizerMetrics] = []
     for name, tok in tokenizers:
-        limits.check_alive(context)
-        m = measure(tok, measured, name=name)
-        response.tokenizers.add(
-            tokenizer=m.tokenizer, n_vocab=m.n_vocab, texts=m.texts, bytes=m.bytes,
-            chars=m.chars, words=m.words, tokens=m.tokens, distinct_tokens=m.distinct_tokens,
-            bytes_per_token=m.bytes_per_token, chars_per_token=m.chars_per_token,
-            tokens_per_word=m.tokens_per_word, vocab_used=m.vocab_used,
-        )
+        check_alive(context)
+        measures.append(measure(tok, measured, name=name))
+    languages: list[LanguageCost] = []
     if request.include_languages:
-        limits.check_alive(context)
-        for row in language_costs(tokenizers, corpus):
-            response.languages.add(
-                tokenizer=row.tokenizer, language=row.language, name=row.name, bytes=row.bytes,
-                tokens=row.tokens, relative=row.relative, bytes_per_token=row.bytes_per_token,
-            )
-    return response
+        check_alive(context)
+        languages = list(language_costs(tokenizers, corpus))
+    return Reported(source, measures, languages)
 
 
 def _tokenizers(
-    request: pb.ReportRequest, config: ServerConfig, get: Callable[[str], Served]
+    request: ReportRequest, config: ServerConfig, get: Callable[[str], Served]
 ) -> list[tuple[str, Tokenizer]]:
     """The served tokenizers the request names, each once, within --max-report-tokenizers."""
     refs = list(request.tokenizers)

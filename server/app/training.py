@@ -1,6 +1,6 @@
-"""The training RPCs: accept a job (config + corpus) and report jobs from the on-disk store.
+"""Training jobs: accept one (config + corpus) and report jobs from the on-disk store.
 
-Train validates the config, writes a streamed corpus into the job directory (bounded by
+``Training.train`` validates the config, writes a streamed corpus into the job directory (bounded by
 --max-corpus-bytes, checked to be UTF-8 as it arrives) or checks a server-side file under
 --train-dir, and returns the queued job at once. The supervisor's runner (runner.py) starts
 the training process. Every worker reads the same job files, so any of them can answer
@@ -13,10 +13,9 @@ import codecs
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import grpc
+from typing import Any, TypeAlias
 
 from tokend.core.errors import (
     FailedPrecondition,
@@ -28,65 +27,52 @@ from tokend.core.errors import (
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
 from tokend.core.training.spec import DEFAULT_MODEL, TrainSpec
 from tokend.server import limits
+from tokend.server.app.context import CallContext, check_alive
+from tokend.server.app.fields import field_of, with_field
 from tokend.server.config import ServerConfig
-from tokend.server.errors import field_of, with_field
-from tokend.server.jobs import (
-    CANCELLED,
-    CORPUS_FILE,
-    FAILED,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    TERMINAL,
-    Job,
-    JobStore,
-)
+from tokend.server.jobs import CORPUS_FILE, TERMINAL, Job, JobStore
 from tokend.server.logs import log_event
-from tokend.server.streaming import StreamSlots, idle_bounded
-from tokend.v1 import tokenizer_pb2 as pb
-from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
 WATCH_POLL_SECONDS = 0.1
 
-_STATES = {
-    QUEUED: pb.TRAIN_JOB_STATE_QUEUED,
-    RUNNING: pb.TRAIN_JOB_STATE_RUNNING,
-    SUCCEEDED: pb.TRAIN_JOB_STATE_SUCCEEDED,
-    FAILED: pb.TRAIN_JOB_STATE_FAILED,
-    CANCELLED: pb.TRAIN_JOB_STATE_CANCELLED,
-}
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """What to train: the proto's TrainConfig as plain data (empty strings: the defaults)."""
+
+    name: str
+    vocab_size: int
+    special_tokens: tuple[str, ...] = ()
+    pattern: str = ""
+    corpus_path: str = ""  # a file under --train-dir instead of a streamed corpus
+    model: str = ""
+    wordpiece_score: str = ""
 
 
-class TrainingService(pb_grpc.TokenizerServiceServicer):
-    """The training-job RPCs (TokenizerService adds the tokenization ones)."""
+# One message of a Train call: the config (first), a chunk of corpus, or an empty message.
+TrainMessage: TypeAlias = TrainConfig | bytes | None
+
+
+class Training:
+    """The training-job calls over one worker's job store (any worker can answer for any job:
+    they share the files)."""
 
     def __init__(self, config: ServerConfig, jobs: JobStore) -> None:
         self.config = config
         self.jobs = jobs
-        # EncodeStream calls open at once (TokenizerService's). Train uploads are not counted
-        # here: they need the admin token and are bounded by --max-train-jobs, so anonymous
-        # half-open streams can never lock the operator's training out.
-        self.streams = StreamSlots(config.stream_cap)
 
-    def Train(
-        self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
-    ) -> pb.TrainResponse:
-        return self._train(idle_bounded(request_iterator, self.config.stream_idle_seconds,
-                                        what="Train"), context)
-
-    def _train(
-        self, request_iterator: Iterator[pb.TrainRequest], context: grpc.ServicerContext
-    ) -> pb.TrainResponse:
-        first = next(request_iterator, None)
-        if first is None or first.WhichOneof("payload") != "config":
+    def train(self, messages: Iterator[TrainMessage], context: CallContext) -> Job:
+        """Validate the config, take the corpus (streamed or under --train-dir), queue a job."""
+        first = next(messages, None)
+        if not isinstance(first, TrainConfig):
             raise with_field(
                 InvalidInput("the first Train message must carry the config (TrainConfig)"),
                 "config",
             )
-        config = self._check_config(first.config)
-        if first.config.corpus_path:
-            path, size = self._train_dir_file(first.config.corpus_path)
-            for _ in request_iterator:  # a server-side corpus excludes a streamed one
+        config = self._check_config(first)
+        if first.corpus_path:
+            path, size = self._train_dir_file(first.corpus_path)
+            for _ in messages:  # a server-side corpus excludes a streamed one
                 raise with_field(
                     InvalidInput("config.corpus_path names a server-side corpus; do not also "
                                  "stream corpus_chunk messages"),
@@ -96,13 +82,13 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
                 config, max_jobs=self.config.max_train_jobs, corpus_file=path, corpus_bytes=size
             )
         else:
-            job = self._receive_corpus(config, request_iterator, context)
+            job = self._receive_corpus(config, messages, context)
         log_event("train_job_created", job_id=job["job_id"], name=config["name"],
                   model=config["model"], vocab_size=config["vocab_size"],
                   corpus_bytes=job["corpus_bytes"])
-        return pb.TrainResponse(job=job_to_proto(job))
+        return job
 
-    def _check_config(self, cfg: pb.TrainConfig) -> dict[str, Any]:
+    def _check_config(self, cfg: TrainConfig) -> dict[str, Any]:
         """The job's config: the TrainSpec rules (core), then this server's limits."""
         spec = TrainSpec(
             vocab_size=cfg.vocab_size,
@@ -167,8 +153,8 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
     def _receive_corpus(
         self,
         config: dict[str, Any],
-        request_iterator: Iterator[pb.TrainRequest],
-        context: grpc.ServicerContext,
+        messages: Iterator[TrainMessage],
+        context: CallContext,
     ) -> Job:
         try:
             job, upload_fd = self.jobs.create(
@@ -182,14 +168,14 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
         decoder = codecs.getincrementaldecoder("utf-8")()
         try:
             with open(self.jobs.job_dir(job_id) / CORPUS_FILE, "wb") as out:
-                for message in request_iterator:
-                    limits.check_alive(context)
-                    if message.WhichOneof("payload") != "corpus_chunk":
+                for message in messages:
+                    check_alive(context)
+                    if not isinstance(message, bytes):
                         raise with_field(
                             InvalidInput("only the first Train message may carry a config"),
                             "config",
                         )
-                    chunk = message.corpus_chunk
+                    chunk = message
                     received += len(chunk)
                     limits.check("streamed corpus size in bytes", received,
                                  self.config.max_corpus_bytes, "--max-corpus-bytes",
@@ -220,39 +206,31 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
             self.jobs.abort_upload(job_id, upload_fd)
             raise storage_error(exc, "cannot queue the training job on the server") from exc
 
-    def GetTrainJob(
-        self, request: pb.GetTrainJobRequest, context: grpc.ServicerContext
-    ) -> pb.GetTrainJobResponse:
-        return pb.GetTrainJobResponse(job=job_to_proto(self._read(request.job_id)))
+    def get_job(self, job_id: str) -> Job:
+        return self._read(job_id)
 
-    def ListTrainJobs(
-        self, request: pb.ListTrainJobsRequest, context: grpc.ServicerContext
-    ) -> pb.ListTrainJobsResponse:
-        return pb.ListTrainJobsResponse(jobs=[job_to_proto(j) for j in self.jobs.list()])
+    def list_jobs(self) -> list[Job]:
+        return list(self.jobs.list())
 
-    def CancelTrainJob(
-        self, request: pb.CancelTrainJobRequest, context: grpc.ServicerContext
-    ) -> pb.CancelTrainJobResponse:
+    def cancel_job(self, job_id: str) -> Job:
         try:
-            job = self.jobs.cancel(request.job_id)
+            job = self.jobs.cancel(job_id)
         except TokendError as exc:
             raise with_field(exc, "job_id") from None
-        log_event("train_job_cancel", job_id=request.job_id, state=job["state"])
-        return pb.CancelTrainJobResponse(job=job_to_proto(job))
+        log_event("train_job_cancel", job_id=job_id, state=job["state"])
+        return job
 
-    def WatchTrainJob(
-        self, request: pb.WatchTrainJobRequest, context: grpc.ServicerContext
-    ) -> Iterator[pb.WatchTrainJobResponse]:
-        """Send the job now and on every change, until it ends (the last message is final)."""
+    def watch_job(self, job_id: str, context: CallContext) -> Iterator[Job]:
+        """The job now and on every change, until it ends (the last one is final)."""
         last: Job | None = None
         while True:
-            job = self._read(request.job_id)
+            job = self._read(job_id)
             if job != last:
-                yield pb.WatchTrainJobResponse(job=job_to_proto(job))
+                yield job
                 last = job
             if job["state"] in TERMINAL:
                 return
-            if not context.is_active():
+            if context.cancelled():
                 return
             time.sleep(WATCH_POLL_SECONDS)
 
@@ -268,7 +246,7 @@ class TrainingService(pb_grpc.TokenizerServiceServicer):
 CANCEL_SETTLE_SECONDS = 0.2
 
 
-def _check_not_cancelled(context: grpc.ServicerContext) -> None:
+def _check_not_cancelled(context: CallContext) -> None:
     """Raise if the call was cancelled rather than the corpus completed.
 
     subtle: grpcio can end the request iterator (StopIteration, as for a normal end of stream)
@@ -278,7 +256,7 @@ def _check_not_cancelled(context: grpc.ServicerContext) -> None:
     """
     deadline = time.monotonic() + CANCEL_SETTLE_SECONDS
     while True:
-        limits.check_alive(context)
+        check_alive(context)
         if time.monotonic() >= deadline:
             return
         time.sleep(0.02)
@@ -295,30 +273,3 @@ def _check_utf8(
             InvalidInput(f"the corpus is not valid UTF-8 at byte {offset}: {exc.reason}"),
             "corpus_chunk",
         ) from None
-
-
-def job_to_proto(job: Job) -> pb.TrainJob:
-    cfg = job["config"]
-    return pb.TrainJob(
-        job_id=job["job_id"],
-        config=pb.TrainConfig(
-            name=cfg["name"],
-            vocab_size=cfg["vocab_size"],
-            special_tokens=cfg["special_tokens"],
-            pattern=cfg["pattern"],
-            corpus_path=cfg.get("corpus_path", ""),
-            model=cfg.get("model", DEFAULT_MODEL),
-            wordpiece_score=cfg.get("wordpiece_score", ""),
-        ),
-        state=_STATES.get(job["state"], pb.TRAIN_JOB_STATE_UNSPECIFIED),
-        phase=job.get("phase", ""),
-        done=int(job.get("done", 0)),
-        total=int(job.get("total", 0)),
-        rate=float(job.get("rate", 0.0)),
-        eta_seconds=float(job.get("eta_seconds", 0.0)),
-        published=job.get("published", ""),
-        error=job.get("error", ""),
-        created_at=job.get("created_at", ""),
-        finished_at=job.get("finished_at", ""),
-        corpus_bytes=int(job.get("corpus_bytes", 0)),
-    )

@@ -1,0 +1,255 @@
+"""The gRPC adapter's conversions: proto requests -> the app layer's typed requests, and typed
+results -> proto responses. No rules live here; every check is the app layer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokend.core.counting import Chunk
+from tokend.core.training.spec import DEFAULT_MODEL
+from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
+from tokend.server.app.counting import (
+    ChunkRequest,
+    Chunks,
+    Counted,
+    CountRequest,
+    Truncated,
+    TruncateRequest,
+)
+from tokend.server.app.encoding import (
+    Decoded,
+    DecodeRequest,
+    Encoded,
+    EncodeRequest,
+    StreamIds,
+    StreamStart,
+)
+from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
+from tokend.server.app.reporting import Reported, ReportRequest
+from tokend.server.app.specials import NO_POLICY, SpecialPolicy
+from tokend.server.app.training import TrainConfig, TrainMessage
+from tokend.server.jobs import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, Job
+from tokend.v1 import tokenizer_pb2 as pb
+
+_STATES = {
+    QUEUED: pb.TRAIN_JOB_STATE_QUEUED,
+    RUNNING: pb.TRAIN_JOB_STATE_RUNNING,
+    SUCCEEDED: pb.TRAIN_JOB_STATE_SUCCEEDED,
+    FAILED: pb.TRAIN_JOB_STATE_FAILED,
+    CANCELLED: pb.TRAIN_JOB_STATE_CANCELLED,
+}
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def policy(message: pb.SpecialTokenPolicy) -> SpecialPolicy:
+    if not (message.allowed or message.allow_all or message.disallowed_mode
+            or message.disallowed):
+        return NO_POLICY
+    return SpecialPolicy(tuple(message.allowed), message.allow_all, message.disallowed_mode,
+                         tuple(message.disallowed))
+
+
+def encode_request(request: pb.EncodeRequest) -> EncodeRequest:
+    return EncodeRequest(request.tokenizer, request.texts, policy(request.special_tokens),
+                         request.include_details, request.add_special_tokens)
+
+
+def stream_start(first: pb.EncodeStreamRequest | None) -> StreamStart | None:
+    if first is None:
+        return None
+    return StreamStart(first.tokenizer, policy(first.special_tokens), first.text)
+
+
+def stream_texts(rest: Iterator[pb.EncodeStreamRequest]) -> Iterator[str]:
+    for request in rest:
+        yield request.text
+
+
+def decode_request(request: pb.DecodeRequest) -> DecodeRequest:
+    return DecodeRequest(request.tokenizer, request.ids, [seq.ids for seq in request.batch])
+
+
+def count_request(request: pb.CountTokensRequest) -> CountRequest:
+    return CountRequest(
+        tokenizer=request.tokenizer,
+        texts=request.texts,
+        messages=[chat_message(m) for m in request.messages],
+        plain_text=request.plain_text,
+        special_tokens=policy(request.special_tokens),
+        max_tokens=request.max_tokens if request.HasField("max_tokens") else None,
+        model=request.model,
+        tools_json=request.tools_json,
+        tool_choice=request.tool_choice,
+        add_special_tokens=request.add_special_tokens,
+    )
+
+
+def chat_message(message: pb.ChatMessage) -> ChatMessage:
+    parts = tuple(
+        ContentPart(image=ImagePart(part.image.width, part.image.height, part.image.detail,
+                                    part.image.url))
+        if part.HasField("image") else ContentPart(text=part.text)
+        for part in message.parts
+    )
+    calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in message.tool_calls)
+    return ChatMessage(message.role, message.content, message.name, parts, calls,
+                       message.tool_call_id)
+
+
+def truncate_request(request: pb.TruncateRequest) -> TruncateRequest:
+    marker = request.marker if request.HasField("marker") else None
+    return TruncateRequest(request.tokenizer, request.text, request.max_tokens, request.keep,
+                           marker)
+
+
+def chunk_request(request: pb.ChunkRequest) -> ChunkRequest:
+    return ChunkRequest(request.tokenizer, request.text, request.max_tokens, request.overlap)
+
+
+def report_request(request: pb.ReportRequest) -> ReportRequest:
+    return ReportRequest(request.tokenizers, request.texts, request.include_languages)
+
+
+def train_messages(requests: Iterator[pb.TrainRequest]) -> Iterator[TrainMessage]:
+    for request in requests:
+        payload = request.WhichOneof("payload")
+        if payload == "config":
+            c = request.config
+            yield TrainConfig(c.name, c.vocab_size, tuple(c.special_tokens), c.pattern,
+                              c.corpus_path, c.model, c.wordpiece_score)
+        elif payload == "corpus_chunk":
+            yield request.corpus_chunk
+        else:
+            yield None
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+def encode_response(result: Encoded) -> pb.EncodeResponse:
+    response = pb.EncodeResponse(tokenizer=result.tokenizer)
+    for item in result.results:
+        out = response.results.add()
+        out.ids.extend(item.ids)
+        if item.details:
+            out.details.extend(
+                pb.TokenDetail(id=d.id, piece=d.piece, start=d.start, end=d.end,
+                               special=d.special)
+                for d in item.details
+            )
+    return response
+
+
+def stream_response(piece: StreamIds) -> pb.EncodeStreamResponse:
+    return pb.EncodeStreamResponse(tokenizer=piece.tokenizer, ids=piece.ids, count=piece.count,
+                                   done=piece.done)
+
+
+def decode_response(result: Decoded) -> pb.DecodeResponse:
+    response = pb.DecodeResponse(tokenizer=result.tokenizer, text=result.text, data=result.data)
+    for item in result.results:
+        response.results.add(text=item.text, data=item.data)
+    return response
+
+
+def count_response(result: Counted) -> pb.CountTokensResponse:
+    return pb.CountTokensResponse(
+        tokenizer=result.tokenizer, counts=result.counts, messages_count=result.messages_count,
+        total=result.total, fits=result.fits, remaining=result.remaining, exact=result.exact,
+        estimate_reason=result.estimate_reason, chat_rule=result.chat_rule,
+        tools_count=result.tools_count, images_count=result.images_count, model=result.model,
+        context_window=result.context_window, max_output_tokens=result.max_output_tokens,
+    )
+
+
+def truncate_response(truncated: Truncated) -> pb.TruncateResponse:
+    result = truncated.result
+    return pb.TruncateResponse(
+        tokenizer=truncated.tokenizer, text=result.text, ids=result.ids, count=result.count,
+        truncated=result.truncated, head_chars=result.head_chars,
+        tail_chars=result.tail_chars, exact=result.exact,
+        estimate_reason=result.estimate_reason,
+    )
+
+
+def chunk_response(batch: Chunks) -> pb.ChunkResponse:
+    return pb.ChunkResponse(tokenizer=batch.tokenizer, chunks=[_chunk(c) for c in batch.chunks],
+                            done=batch.done)
+
+
+def _chunk(piece: Chunk) -> pb.TextChunk:
+    return pb.TextChunk(
+        index=piece.index, text=piece.text, start=piece.start, end=piece.end,
+        byte_start=piece.byte_start, byte_end=piece.byte_end, count=piece.count,
+        exact=piece.exact, estimate_reason=piece.estimate_reason,
+    )
+
+
+def list_response(summaries: list[TokenizerSummary]) -> pb.ListTokenizersResponse:
+    response = pb.ListTokenizersResponse()
+    for info in summaries:
+        summary = response.tokenizers.add(
+            name=info.name, builtin=info.builtin, versions=info.versions,
+            latest_version=info.latest_version, vocab_size=info.vocab_size,
+        )
+        summary.aliases.update(info.aliases)
+    return response
+
+
+def manifest_response(manifest: TokenizerManifest) -> pb.GetTokenizerResponse:
+    out = pb.TokenizerManifest(
+        name=manifest.name, version=manifest.version, ref=manifest.ref,
+        builtin=manifest.builtin, vocab_size=manifest.vocab_size, pattern=manifest.pattern,
+        created_at=manifest.created_at, training_json=manifest.training_json,
+        versions=manifest.versions,
+    )
+    out.special_tokens.update(manifest.special_tokens)
+    out.sha256.update(manifest.sha256)
+    out.aliases.update(manifest.aliases)
+    return pb.GetTokenizerResponse(manifest=out)
+
+
+def report_response(result: Reported) -> pb.ReportResponse:
+    response = pb.ReportResponse(texts_source=result.texts_source)
+    for m in result.tokenizers:
+        response.tokenizers.add(
+            tokenizer=m.tokenizer, n_vocab=m.n_vocab, texts=m.texts, bytes=m.bytes,
+            chars=m.chars, words=m.words, tokens=m.tokens, distinct_tokens=m.distinct_tokens,
+            bytes_per_token=m.bytes_per_token, chars_per_token=m.chars_per_token,
+            tokens_per_word=m.tokens_per_word, vocab_used=m.vocab_used,
+        )
+    for row in result.languages:
+        response.languages.add(
+            tokenizer=row.tokenizer, language=row.language, name=row.name, bytes=row.bytes,
+            tokens=row.tokens, relative=row.relative, bytes_per_token=row.bytes_per_token,
+        )
+    return response
+
+
+def job_to_proto(job: Job) -> pb.TrainJob:
+    cfg = job["config"]
+    return pb.TrainJob(
+        job_id=job["job_id"],
+        config=pb.TrainConfig(
+            name=cfg["name"],
+            vocab_size=cfg["vocab_size"],
+            special_tokens=cfg["special_tokens"],
+            pattern=cfg["pattern"],
+            corpus_path=cfg.get("corpus_path", ""),
+            model=cfg.get("model", DEFAULT_MODEL),
+            wordpiece_score=cfg.get("wordpiece_score", ""),
+        ),
+        state=_STATES.get(job["state"], pb.TRAIN_JOB_STATE_UNSPECIFIED),
+        phase=job.get("phase", ""),
+        done=int(job.get("done", 0)),
+        total=int(job.get("total", 0)),
+        rate=float(job.get("rate", 0.0)),
+        eta_seconds=float(job.get("eta_seconds", 0.0)),
+        published=job.get("published", ""),
+        error=job.get("error", ""),
+        created_at=job.get("created_at", ""),
+        finished_at=job.get("finished_at", ""),
+        corpus_bytes=int(job.get("corpus_bytes", 0)),
+    )

@@ -1,0 +1,130 @@
+"""The JSON API's bodies: checked request fields -> the app's typed requests, and typed
+results -> the JSON answers (every field of the matching proto response, by its proto name,
+defaults included so the shape is fixed; bytes as hex).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
+from tokend.server.app.counting import Counted, CountRequest
+from tokend.server.app.encoding import Decoded, DecodeRequest, Encoded, EncodeRequest
+from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
+from tokend.server.app.specials import NO_POLICY, SpecialPolicy
+from tokend.server.web import schema
+from tokend.server.web.convert import checked
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def encode_request(body: dict[str, Any]) -> EncodeRequest:
+    """/tokenize's body (``include_details`` defaults to true: TEI answers with the pieces)."""
+    body.setdefault("include_details", True)
+    f = checked(body, schema.ENCODE)
+    return EncodeRequest(f.get("tokenizer", ""), f.get("texts", []), _policy(f),
+                         f.get("include_details", False), f.get("add_special_tokens", False))
+
+
+def decode_request(body: dict[str, Any]) -> DecodeRequest:
+    f = checked(body, schema.DECODE)
+    return DecodeRequest(f.get("tokenizer", ""), f.get("ids", []),
+                         [seq.get("ids", []) for seq in f.get("batch", [])])
+
+
+def count_request(body: dict[str, Any]) -> CountRequest:
+    f = checked(body, schema.COUNT)
+    return CountRequest(
+        tokenizer=f.get("tokenizer", ""),
+        texts=f.get("texts", []),
+        messages=[_message(m) for m in f.get("messages", [])],
+        plain_text=f.get("plain_text", False),
+        special_tokens=_policy(f),
+        max_tokens=f.get("max_tokens"),
+        model=f.get("model", ""),
+        tools_json=f.get("tools_json", ""),
+        tool_choice=f.get("tool_choice", ""),
+        add_special_tokens=f.get("add_special_tokens", False),
+    )
+
+
+def _policy(fields: dict[str, Any]) -> SpecialPolicy:
+    p = fields.get("special_tokens")
+    if p is None:
+        return NO_POLICY
+    return SpecialPolicy(tuple(p.get("allowed", ())), p.get("allow_all", False),
+                         p.get("disallowed_mode", 0), tuple(p.get("disallowed", ())))
+
+
+def _message(m: dict[str, Any]) -> ChatMessage:
+    parts = []
+    for part in m.get("parts", []):
+        image = part.get("image")
+        if image is not None:
+            parts.append(ContentPart(image=ImagePart(image.get("width", 0),
+                                                     image.get("height", 0),
+                                                     image.get("detail", ""),
+                                                     image.get("url", ""))))
+        else:
+            parts.append(ContentPart(text=part.get("text", "")))
+    calls = tuple(ToolCall(c.get("id", ""), c.get("name", ""), c.get("arguments", ""))
+                  for c in m.get("tool_calls", []))
+    return ChatMessage(m.get("role", ""), m.get("content", ""), m.get("name", ""), tuple(parts),
+                       calls, m.get("tool_call_id", ""))
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+def tokens_json(result: Encoded, byte_fallback: frozenset[int]) -> dict[str, Any]:
+    """Encode's answer with TEI-style tokens: id, text (when the piece is whole UTF-8),
+    bytes (hex), byte offsets [start, end), special and byte-fallback flags."""
+    results: list[dict[str, Any]] = []
+    for item in result.results:
+        tokens = [
+            {"id": d.id, "text": _utf8_or_none(d.piece), "bytes": d.piece.hex(),
+             "start": d.start, "end": d.end, "special": d.special,
+             "byte_fallback": d.id in byte_fallback}
+            for d in item.details
+        ]
+        results.append({"ids": item.ids, "count": len(item.ids), "tokens": tokens})
+    return {"tokenizer": result.tokenizer, "total": result.total, "results": results}
+
+
+def decoded_json(result: Decoded) -> dict[str, Any]:
+    return {"tokenizer": result.tokenizer, "text": result.text, "data": result.data.hex(),
+            "results": [{"text": r.text, "data": r.data.hex()} for r in result.results]}
+
+
+def counted_json(r: Counted) -> dict[str, Any]:
+    return {
+        "tokenizer": r.tokenizer, "counts": r.counts, "messages_count": r.messages_count,
+        "total": r.total, "fits": r.fits, "remaining": r.remaining, "exact": r.exact,
+        "estimate_reason": r.estimate_reason, "chat_rule": r.chat_rule,
+        "tools_count": r.tools_count, "images_count": r.images_count, "model": r.model,
+        "context_window": r.context_window, "max_output_tokens": r.max_output_tokens,
+    }
+
+
+def tokenizers_json(summaries: list[TokenizerSummary]) -> dict[str, Any]:
+    return {"tokenizers": [
+        {"name": s.name, "builtin": s.builtin, "versions": s.versions,
+         "latest_version": s.latest_version, "aliases": s.aliases, "vocab_size": s.vocab_size}
+        for s in summaries
+    ]}
+
+
+def manifest_json(m: TokenizerManifest) -> dict[str, Any]:
+    return {"manifest": {
+        "name": m.name, "version": m.version, "ref": m.ref, "builtin": m.builtin,
+        "vocab_size": m.vocab_size, "pattern": m.pattern, "special_tokens": m.special_tokens,
+        "sha256": m.sha256, "training_json": m.training_json, "created_at": m.created_at,
+        "versions": m.versions, "aliases": m.aliases,
+    }}
+
+
+def _utf8_or_none(piece: bytes) -> str | None:
+    try:
+        return piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
