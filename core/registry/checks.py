@@ -9,6 +9,9 @@ from tokend.core.errors import CorruptData, InvalidInput, shown
 from tokend.core.patterns import validate_pattern
 
 ALIASES_FILE = "aliases.json"  # one per tokenizer name: alias -> version
+# A copy of the last aliases file the registry itself wrote, served (by every worker alike)
+# while aliases.json does not parse: only the registry writes aliases, so garbling is outside.
+KEPT_ALIASES_FILE = "aliases.kept.json"
 
 
 def parse_aliases(raw: bytes, where: str) -> dict[str, int]:

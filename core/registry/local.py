@@ -7,6 +7,7 @@ Layout under the root (every path component is a checked name or a decimal versi
     .staging/<id>/ <id>.lock  versions being written; a lock nobody holds means a dead writer
     <name>/counter.json       highest version ever assigned (versions are never reused)
     <name>/aliases.json       {"stable": 3, ...}, replaced atomically
+    <name>/aliases.kept.json  a copy of the last aliases.json written here (served if it is garbled)
     <name>/<version>/         manifest.json + the version's files, immutable once renamed in
 
 A version becomes visible by one ``rename`` of a complete, fsynced staging directory, so a
@@ -27,7 +28,12 @@ from typing import Any
 from tokend.core.errors import FailedPrecondition, InvalidInput, storage_error
 from tokend.core.formats import atomic_write_bytes, fsync_dir, sha256_hex
 from tokend.core.names import check_name, check_version
-from tokend.core.registry.checks import ALIASES_FILE, encode_aliases, parse_aliases
+from tokend.core.registry.checks import (
+    ALIASES_FILE,
+    KEPT_ALIASES_FILE,
+    encode_aliases,
+    parse_aliases,
+)
 from tokend.core.registry.locking import file_lock, held_lock_file, try_lock
 from tokend.core.registry.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.registry.store import AliasChange, ManifestFor, Store
@@ -134,9 +140,10 @@ class LocalStore(Store):
     def read(self, name: str, version: int, file: str) -> bytes:
         return (self._version_dir(name, version) / file).read_bytes()
 
-    def read_aliases(self, name: str) -> bytes | None:
+    def read_aliases(self, name: str, *, kept: bool = False) -> bytes | None:
         try:
-            return (self._name_dir(name) / ALIASES_FILE).read_bytes()
+            file = KEPT_ALIASES_FILE if kept else ALIASES_FILE
+            return (self._name_dir(name) / file).read_bytes()
         except FileNotFoundError:
             return None
 
@@ -192,7 +199,9 @@ class LocalStore(Store):
         with self.exclusive():
             raw = self.read_aliases(name)
             current = {} if raw is None else parse_aliases(raw, self.where(name, file=ALIASES_FILE))
-            atomic_write_bytes(self._name_dir(name) / ALIASES_FILE, encode_aliases(change(current)))
+            body = encode_aliases(change(current))
+            atomic_write_bytes(self._name_dir(name) / ALIASES_FILE, body)
+            atomic_write_bytes(self._name_dir(name) / KEPT_ALIASES_FILE, body)
             self._bump_generation()
 
     def remove_versions(self, name: str, versions: list[int]) -> None:

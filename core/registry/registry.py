@@ -38,8 +38,8 @@ from tokend.core.formats import format_tiktoken_bpe
 from tokend.core.formats.files import FILE_NAMES
 from tokend.core.lint.publish import lint_file, lint_ranks
 from tokend.core.names import check_alias, check_name, check_version, parse_ref
-from tokend.core.registry.aliases import drop_alias, point_alias
-from tokend.core.registry.checks import ALIASES_FILE, check_contents, parse_aliases
+from tokend.core.registry.aliases import AliasesReader, drop_alias, point_alias
+from tokend.core.registry.checks import ALIASES_FILE, check_contents
 from tokend.core.registry.manifest import (
     MANIFEST_FILE,
     RANKS_FILE,
@@ -81,11 +81,17 @@ class Registry:
         )
         self.location = self.store.location
         self.include_builtins = include_builtins
-        # name -> the last aliases file that parsed: resolving keeps serving it if the file
-        # is later garbled (verify() and changes still read the file as it is).
-        self._good_aliases: dict[str, dict[str, int]] = {}
-        # Called with (name, error) when a garbled aliases file is passed over that way.
-        self.on_kept_aliases: Callable[[str, CorruptData], None] | None = None
+        # Reads aliases files; resolving keeps serving the last good one if a file is garbled.
+        self._alias_reader = AliasesReader(self.store)
+
+    @property
+    def on_kept_aliases(self) -> Callable[[str, CorruptData], None] | None:
+        """Called with (name, error) when a garbled aliases file is passed over."""
+        return self._alias_reader.on_kept
+
+    @on_kept_aliases.setter
+    def on_kept_aliases(self, callback: Callable[[str, CorruptData], None] | None) -> None:
+        self._alias_reader.on_kept = callback
 
     # -- reading state ------------------------------------------------------------------
 
@@ -101,21 +107,8 @@ class Registry:
         return [name for name in self.store.names() if self.store.versions(name)]
 
     def _aliases(self, name: str, *, keep_last_good: bool = False) -> dict[str, int]:
-        """The aliases of ``name``; with ``keep_last_good``, a file that no longer parses
-        gives the last one that did (in this process), as a failed reload keeps a version."""
-        raw = self.store.read_aliases(check_name(name))
-        try:
-            aliases = {} if raw is None else parse_aliases(
-                raw, self.store.where(name, file=ALIASES_FILE))
-        except CorruptData as exc:
-            kept = self._good_aliases.get(name) if keep_last_good else None
-            if kept is None:
-                raise
-            if self.on_kept_aliases is not None:
-                self.on_kept_aliases(name, exc)
-            return dict(kept)
-        self._good_aliases[name] = aliases
-        return aliases
+        """The aliases of ``name`` (``AliasesReader.read``)."""
+        return self._alias_reader.read(check_name(name), keep_last_good=keep_last_good)
 
     # -- references ---------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ Layout under ``s3://bucket/prefix/`` (the same names as a local registry folder)
     <name>/<version>/manifest.json  written last, with ``If-None-Match: *``: the version is visible
                                 once (and only while) its manifest exists
     <name>/aliases.json         {"stable": 3, ...}, changed by compare-and-swap (``If-Match`` ETag)
+    <name>/aliases.kept.json    a copy of the last aliases.json written (served if it is garbled)
 
 Numbers: a publisher takes the highest marker + 1 and creates its marker conditionally; if
 another publisher got there first (412), it tries the next number. A marker is never deleted, so
@@ -38,7 +39,12 @@ from tokend.core.errors import (
     shown,
 )
 from tokend.core.names import check_name, check_version
-from tokend.core.registry.checks import ALIASES_FILE, encode_aliases, parse_aliases
+from tokend.core.registry.checks import (
+    ALIASES_FILE,
+    KEPT_ALIASES_FILE,
+    encode_aliases,
+    parse_aliases,
+)
 from tokend.core.registry.manifest import MANIFEST_FILE, encode_manifest
 from tokend.core.registry.store import AliasChange, ManifestFor, Store
 
@@ -169,8 +175,8 @@ class S3Store(Store):
             raise FileNotFoundError(self.where(name, version, file))
         return data[0]
 
-    def read_aliases(self, name: str) -> bytes | None:
-        data = self._get(self._key(name, file=ALIASES_FILE))
+    def read_aliases(self, name: str, *, kept: bool = False) -> bytes | None:
+        data = self._get(self._key(name, file=KEPT_ALIASES_FILE if kept else ALIASES_FILE))
         return None if data is None else data[0]
 
     # -- writing -------------------------------------------------------------------------
@@ -207,6 +213,9 @@ class S3Store(Store):
             # Created if there was none, else replaced only if nobody changed it since we read.
             done = self._create(key, body) if got is None else self._put(key, body, if_match=got[1])
             if done:
+                # The copy may lag a racing writer's: it is only served while aliases.json
+                # does not parse, and every later change rewrites it.
+                self._put(self._key(name, file=KEPT_ALIASES_FILE), body)
                 self._bump_generation()
                 return
             time.sleep(random.uniform(0, 0.01 * min(attempt + 1, 20)))  # jitter

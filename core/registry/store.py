@@ -91,8 +91,9 @@ class Store(ABC):
         """The bytes of one file of a version; FileNotFoundError if it is missing."""
 
     @abstractmethod
-    def read_aliases(self, name: str) -> bytes | None:
-        """The aliases file of ``name`` as stored, or None if there is none."""
+    def read_aliases(self, name: str, *, kept: bool = False) -> bytes | None:
+        """The aliases file of ``name`` as stored, or None if there is none; ``kept``: the
+        copy of the last one written through :meth:`update_aliases` instead."""
 
     @abstractmethod
     def publish(self, name: str, contents: Mapping[str, bytes],
@@ -101,7 +102,8 @@ class Store(ABC):
 
     @abstractmethod
     def update_aliases(self, name: str, change: AliasChange) -> None:
-        """Apply ``change`` to the aliases of ``name`` atomically (retried on a conflict)."""
+        """Apply ``change`` to the aliases of ``name`` atomically (retried on a conflict),
+        then keep a copy of the result (``KEPT_ALIASES_FILE``)."""
 
     @abstractmethod
     def remove_versions(self, name: str, versions: list[int]) -> None:

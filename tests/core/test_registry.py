@@ -433,6 +433,39 @@ class TestCorruption:
         assert reg.resolve("tok@1").version == 1
         assert [p.path.endswith("aliases.json") for p in reg.verify()] == [True]
 
+    def test_garbled_aliases_serve_the_kept_copy_in_every_process(
+            self, backend: Backend, reg: Registry, raw: LocalRaw | S3Raw) -> None:
+        """A process that starts after aliases.json was garbled (a restarted worker: it never
+        saw the good file) resolves the alias from the registry's kept copy of the last file
+        it wrote, as the processes that did see it do; verify still reports the file."""
+        publish(reg)
+        publish(reg)
+        reg.set_alias("tok", "stable", 1)
+        reg.set_alias("tok", "next", 2)
+        raw.write("tok/aliases.json", b"{not json")
+        fresh = backend.open()
+        passed_over: list[str] = []
+        fresh.on_kept_aliases = lambda name, exc: passed_over.append(name)
+        assert fresh.resolve("tok@stable").version == 1
+        assert fresh.resolve("tok@next").version == 2
+        assert passed_over == ["tok", "tok"]
+        assert [p.path.endswith("aliases.json") for p in fresh.verify()] == [True]
+        with pytest.raises(CorruptData, match="aliases"):  # changes read the file as it is
+            fresh.set_alias("tok", "stable", 2)
+
+    def test_without_a_kept_copy_a_garbled_aliases_file_is_corrupt(
+            self, backend: Backend, reg: Registry, raw: LocalRaw | S3Raw) -> None:
+        """Registries written before the kept copy existed: a process that never saw a good
+        file has nothing to serve and says the file is corrupt (one that did keeps its own)."""
+        publish(reg)
+        reg.set_alias("tok", "stable", 1)
+        assert reg.resolve("tok@stable").version == 1  # this process saw the good file
+        raw.write("tok/aliases.json", b"{not json")
+        raw.delete("tok/aliases.kept.json")
+        assert reg.resolve("tok@stable").version == 1
+        with pytest.raises(CorruptData, match="aliases"):
+            backend.open().resolve("tok@stable")
+
     def test_verify_clean_registry(self, reg: Registry) -> None:
         publish(reg)
         publish(reg, "other")

@@ -57,6 +57,25 @@ class TestGarbledAliases:
         assert [p.path.endswith("aliases.json") for p in problems] == [True]
 
 
+    def test_a_worker_started_after_the_garbling_answers_the_same(
+            self, tokend_factory, tmp_path) -> None:
+        """aliases.json garbled before the workers start (as for a worker restarted after the
+        garbling: it never saw the good file): every worker serves ``vtok@stable`` as version
+        1 from the registry's kept copy (was DATA_LOSS from such a worker)."""
+        registry = tmp_path / "serve0" / "registry"
+        publish_versions(registry)  # sets stable -> 1 through the registry
+        (registry / NAME / "aliases.json").write_bytes(b'{"stable": 1, garbled')
+        served = tokend_factory(workers=2)
+        answers = set()
+        for _ in range(12):  # fresh channels: both workers answer some
+            channel, stub = stub_for(served.target)
+            with channel:
+                answers.add(stub.Encode(pb.EncodeRequest(tokenizer=f"{NAME}@stable",
+                                                         texts=["hi"])).tokenizer)
+        assert answers == {f"{NAME}@1"}
+        served.wait_event("aliases_corrupt_kept", name=NAME, timeout=10)
+
+
 class TestDataLossMessages:
     def test_name_the_version_not_the_server_folder(self, tokend_factory, tmp_path) -> None:
         """A manifest with n_vocab over 2^32 is DATA_LOSS (was INTERNAL) whose message names
