@@ -33,9 +33,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from tokend.core.errors import LimitExceeded, TokendError, Unavailable, shown
+from tokend.core.errors import Cancelled, LimitExceeded, TokendError, Unavailable, shown
 from tokend.server import limits, metrics
-from tokend.server.app.context import UNBOUNDED
+from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.encoding import EncodeRequest
 from tokend.server.app.service import App
 from tokend.server.errors import (
@@ -49,6 +49,7 @@ from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_
 from tokend.server.logs import log_event
 from tokend.server.web import bodies
 from tokend.server.web.convert import invalid, parse_body
+from tokend.server.web.disconnect import HttpCall, watch
 from tokend.server.web.guards import HostRule, check_content_type
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -68,6 +69,7 @@ DRAIN_SECONDS = 5.0
 # registry, go to the pool under the same --busy-calls rule as gRPC calls.
 INLINE_BYTES = 16 * 1024
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class WebApi:
@@ -111,11 +113,11 @@ class WebApi:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.encode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
-            return await self._run(inline, self._tokenize, req)
+            return await self._run(inline, request, self._tokenize, req)
         return await self._json_call(request, work)
 
-    def _tokenize(self, req: EncodeRequest) -> dict[str, Any]:
-        result = self.service.encode(req, UNBOUNDED)
+    def _tokenize(self, req: EncodeRequest, context: CallContext) -> dict[str, Any]:
+        result = self.service.encode(req, context)
         fallback = self.service.byte_fallback_ids(result) if req.include_details \
             else frozenset()
         return bodies.tokens_json(result, fallback)
@@ -125,25 +127,25 @@ class WebApi:
             req = bodies.decode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
             return bodies.decoded_json(
-                await self._run(inline, self.service.decode, req, UNBOUNDED))
+                await self._run(inline, request, self.service.decode, req))
         return await self._json_call(request, work)
 
     async def count(self, request: Request) -> Response:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.count_request(body)
             inline = inline and self.service.ready(req.tokenizer, req.model)
-            return bodies.counted_json(await self._run(inline, self.service.count, req, UNBOUNDED))
+            return bodies.counted_json(await self._run(inline, request, self.service.count, req))
         return await self._json_call(request, work)
 
     async def list_tokenizers(self, request: Request) -> Response:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
-            return bodies.tokenizers_json(await self._run(False, self.service.list_tokenizers))
+            return bodies.tokenizers_json(await self._pooled(self.service.list_tokenizers))
         return await self._json_call(request, work, body=False)
 
     async def get_tokenizer(self, request: Request) -> Response:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             ref = _path_ref(request)
-            return bodies.manifest_json(await self._run(False, self.service.get_tokenizer, ref))
+            return bodies.manifest_json(await self._pooled(self.service.get_tokenizer, ref))
         return await self._json_call(request, work, body=False)
 
     # -- the common path of a JSON call -----------------------------------------------------
@@ -208,20 +210,36 @@ class WebApi:
                          "--max-message-bytes", field="request")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in stream:
-            size += len(chunk)
-            if size > limit:
-                await _discard(stream)
-                limits.check("request body size in bytes", size, limit, "--max-message-bytes",
-                             field="request")
-            chunks.append(chunk)
+        try:
+            async for chunk in stream:
+                size += len(chunk)
+                if size > limit:
+                    await _discard(stream)
+                    limits.check("request body size in bytes", size, limit,
+                                 "--max-message-bytes", field="request")
+                chunks.append(chunk)
+        except ClientDisconnect:  # logged as the 499 it is, not as an internal error
+            raise Cancelled(f"the client hung up after {size} bytes of its request body, "
+                            "before the call ran") from None
         return b"".join(chunks)
 
-    async def _run(self, inline: bool, method: Callable[..., T], *args: Any) -> T:
-        """``method(*args)`` here (``inline``, see INLINE_BYTES) or on the handler pool, under
-        the same --busy-calls rule as gRPC."""
+    async def _run(self, inline: bool, request: Request,
+                   method: Callable[[R, CallContext], T], req: R) -> T:
+        """``method(req, context)`` here (``inline``, see INLINE_BYTES) or on the handler pool,
+        under the same --busy-calls rule as gRPC; a pooled call is cancelled (HTTP 499, its
+        work stopped between items) when the client disconnects before it ends."""
         if inline:
-            return method(*args)
+            return method(req, UNBOUNDED)
+        call = HttpCall()
+        future = asyncio.wrap_future(self.executor.submit(method, req, call))
+        watcher = asyncio.ensure_future(watch(request.receive, call))
+        try:
+            return await future
+        finally:
+            watcher.cancel()
+
+    async def _pooled(self, method: Callable[..., T], *args: Any) -> T:
+        """``method(*args)`` on the handler pool (a call that reads the registry)."""
         return await asyncio.wrap_future(self.executor.submit(method, *args))
 
 
