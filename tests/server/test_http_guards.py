@@ -46,6 +46,9 @@ class TestStalledHeads:
         served = tokend_factory("--http-port", str(port), row("http-head").flag, "5",
                                 workers=2)
         base = f"http://127.0.0.1:{port}"
+        for _ in range(16):  # new connections: each worker loads o200k_base before the clock
+            assert call(base, "POST", "/count", {"tokenizer": "o200k_base", "texts": ["warm"]},
+                        timeout=60).status == 200
         stalled = []
         try:
             started = time.monotonic()

@@ -48,6 +48,9 @@ class TestHalfOpenStreams:
         http_port = free_port()
         served = tokend_factory(idle.flag, "4", "--http-port", str(http_port),
                                 workers=2)
+        for _ in range(16):  # new connections: each worker loads o200k_base before the clock
+            assert call(f"http://127.0.0.1:{http_port}", "POST", "/count",
+                        {"tokenizer": "o200k_base", "texts": ["warm"]}, timeout=60).status == 200
         release = threading.Event()
         channels = [new_channel(served.target) for _ in range(12)]
         calls = []
