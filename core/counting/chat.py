@@ -7,29 +7,32 @@ The rule comes from the model catalogue (``catalogue.py``); every rule and its s
   of every field's value, +1 per name, +3 to prime the reply (``<|start|>assistant<|message|>``).
   Exact for the models the cookbook checked against the API (``verified`` in the catalogue).
 * ``openai-0301``: gpt-3.5-turbo-0301: 4 per message, -1 per name (the role is then omitted).
-* ``harmony``: gpt-oss, as its chat template renders the request (``harmony.py``).
-* ``template``: the model's own Jinja chat template (``templates.py``).
+* ``harmony``: gpt-oss, as its chat template renders the request (``harmony.py``,
+  ``rendered.py``).
+* ``template``: the model's own Jinja chat template (``templates.py``, ``rendered.py``).
 
 Tools follow the community rule (``tools.py``), images OpenAI's tile formula (``images.py``);
-both make the count an estimate, and the result says why.
+both make the count an estimate, and the result says why. Every count carries a
+:class:`~tokend.core.counting.breakdown.Breakdown` (system, messages, tools, images, framing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from tokend.core.counting.breakdown import SYSTEM_ROLES, Breakdown
 from tokend.core.counting.catalogue import (
     ModelCatalogue,
     ModelInfo,
     default_catalogue,
     not_installed,
 )
-from tokend.core.counting.harmony import DEFAULT_EFFORT, harmony_prompt
+from tokend.core.counting.harmony import DEFAULT_EFFORT
 from tokend.core.counting.images import DEFAULT_RULE, image_tokens
 from tokend.core.counting.prompt import NO_SPECIAL, resolve_encoding
-from tokend.core.counting.templates import render_chat_template
+from tokend.core.counting.rendered import harmony_chat, template_chat
 from tokend.core.counting.tools import (
     SYSTEM_MESSAGE_DISCOUNT,
     TOOL_CHOICE_NAMED_TOKENS,
@@ -56,7 +59,8 @@ ToolChoice = str | Mapping[str, Any] | None
 
 @dataclass(frozen=True)
 class ChatCount:
-    """What a chat request costs. ``total`` = ``messages`` + ``tools`` + ``images``."""
+    """What a chat request costs. ``total`` = ``messages`` + ``tools`` + ``images``, and
+    ``breakdown`` splits ``messages`` further into system, messages and framing."""
 
     total: int
     messages: int
@@ -70,6 +74,7 @@ class ChatCount:
     model: str | None = None
     context_window: int | None = None
     max_output_tokens: int | None = None
+    breakdown: Breakdown = field(default_factory=Breakdown)
 
 
 def budget_fit(total: int, max_tokens: int | None, context_window: int | None) -> tuple[bool, int]:
@@ -137,15 +142,18 @@ def count_chat(
         return enc.count(text, allowed_special=allowed_special,
                          disallowed_special=disallowed_special)
 
+    def alone(text: str) -> int:  # a message's own string, as the rendered formats count it
+        return enc.count(text, allowed_special=allowed_special, disallowed_special=())
+
     if chosen in OPENAI_RULES or chosen == "plain":
         result = _openai(messages, tools, tool_choice=tool_choice, rule=chosen, count=count,
                          info=info, reasons=reasons)
     elif chosen == "harmony":
-        result = _harmony(messages, tools, enc=enc, allowed_special=allowed_special,
-                          effort=reasoning_effort, reasons=reasons)
+        result = harmony_chat(messages, tools, enc=enc, allowed_special=allowed_special,
+                              effort=reasoning_effort, reasons=reasons, alone=alone)
     elif chosen == "template":
-        result = _template(messages, tools, enc=enc, info=info, allowed_special=allowed_special,
-                           reasons=reasons)
+        result = template_chat(messages, tools, enc=enc, info=info,
+                               allowed_special=allowed_special, reasons=reasons, alone=alone)
     elif chosen in VENDOR_RULES:
         result = vendor_chat(chosen, messages, tools, tool_choice=tool_choice, enc=enc,
                              info=info, count=count, reasons=reasons)
@@ -154,13 +162,12 @@ def count_chat(
             f"unknown chat rule {chosen[:40]!r}; rules: openai, openai-0301, harmony, "
             f"template, {', '.join(VENDOR_RULES)}, plain"
         )
-    msgs, tools_n, images_n = result
     reasons = [r for r in dict.fromkeys(reasons) if r]
     return ChatCount(
-        total=msgs + tools_n + images_n,
-        messages=msgs,
-        tools=tools_n,
-        images=images_n,
+        total=result.total,
+        messages=result.chat,
+        tools=result.tools,
+        images=result.images,
         exact=not reasons,
         estimate_reason="; ".join(reasons),
         rule=chosen,
@@ -168,6 +175,7 @@ def count_chat(
         model=info.name if info else model,
         context_window=info.context_window if info else None,
         max_output_tokens=info.max_output_tokens if info else None,
+        breakdown=result,
     )
 
 
@@ -204,46 +212,56 @@ def _openai(
     count: Callable[[str], int],
     info: ModelInfo | None,
     reasons: list[str],
-) -> tuple[int, int, int]:
+) -> Breakdown:
+    """The OpenAI rules, each field counted alone: what the caller wrote in a message goes to
+    ``system`` or ``messages``, its role and the rule's constants to ``framing``."""
     plain = rule == "plain"
     per_message, per_name = OPENAI_RULES.get(rule, (0, 0))
-    total = images = 0
+    own = {True: 0, False: 0}  # is a system message -> tokens of what the caller wrote
+    framing = images = padding = 0
     padded = False
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise InvalidInput(f"messages[{i}] must be an object with role and content")
-        total += per_message
+        framing += per_message
+        is_system = message.get("role") in SYSTEM_ROLES
         if message.get("role") in ("function", "tool") and not plain:
             # Results of calls: 2 fewer framing tokens (measured by hmarr/openai-chat-tokens).
-            total -= 2
+            framing -= 2
             reasons.append("tool results follow the community rule (hmarr/openai-chat-tokens)")
         for key, value in message.items():
             if value is None:
                 continue
             if key == "content" and tools and message.get("role") == "system" and not padded:
                 # subtle: with tools, the first system message is counted with a trailing
-                # newline (measured by hmarr/openai-chat-tokens).
+                # newline (measured by hmarr/openai-chat-tokens); what the newline adds is
+                # the tools' (they are why it is there).
                 padded = True
                 if isinstance(value, str):
-                    total += count(value + "\n")
+                    own[is_system] += count(value)
+                    padding = count(value + "\n") - count(value)
                     continue
             if key == "content" and not isinstance(value, str):
                 text, image = _parts(value, i, count, info, reasons)
-                total += text
+                own[is_system] += text
                 images += image
-            elif key == "tool_calls":
-                total += _tool_calls(value, i, count, plain, reasons)
-            elif key == "function_call":  # the legacy form of one tool call
-                total += _tool_calls([value], i, count, plain, reasons)
+            elif key in ("tool_calls", "function_call"):  # function_call: one legacy call
+                calls = value if key == "tool_calls" else [value]
+                names_and_arguments, per_call = _tool_calls(calls, i, count, plain, reasons)
+                own[is_system] += names_and_arguments
+                framing += per_call
             elif isinstance(value, str):
-                total += count(value)
+                if key == "role":
+                    framing += count(value)
+                else:
+                    own[is_system] += count(value)
                 if key == "name":
-                    total += per_name
+                    framing += per_name
     if messages and not plain:
-        total += REPLY_PRIMING
+        framing += REPLY_PRIMING
     tools_n = 0
     if tools:
-        tools_n = count(format_function_definitions(tools)) + TOOLS_TOKENS
+        tools_n = count(format_function_definitions(tools)) + TOOLS_TOKENS + padding
         if any(m.get("role") == "system" for m in messages):
             tools_n -= SYSTEM_MESSAGE_DISCOUNT
         reasons.append(
@@ -256,7 +274,8 @@ def _openai(
     if name is not None:
         tools_n += TOOL_CHOICE_NAMED_TOKENS + count(name)
         reasons.append("a named tool_choice follows LiteLLM's rule (7 + the name's tokens)")
-    return total, tools_n, images
+    return Breakdown(system=own[True], messages=own[False], tools=tools_n, images=images,
+                     framing=framing)
 
 
 def _parts(
@@ -301,113 +320,14 @@ def _parts(
 
 def _tool_calls(
     calls: Any, index: int, count: Callable[[str], int], plain: bool, reasons: list[str]
-) -> int:
-    """An assistant's tool calls: 3 + the name's and arguments' tokens each (community rule)."""
+) -> tuple[int, int]:
+    """An assistant's tool calls: (the names' and arguments' tokens, 3 per call), the
+    community rule."""
     if not isinstance(calls, Sequence):
         raise InvalidInput(f"messages[{index}].tool_calls must be a list")
-    total = 0
+    own = 0
     for call in calls:
         function = call.get("function", call) if isinstance(call, Mapping) else {}
-        total += 0 if plain else 3
-        total += count(str(function.get("name", ""))) + count(str(function.get("arguments", "")))
+        own += count(str(function.get("name", ""))) + count(str(function.get("arguments", "")))
     reasons.append("tool calls in messages follow the community rule (hmarr/openai-chat-tokens)")
-    return total
-
-
-# -- rendered formats -------------------------------------------------------------------------
-
-
-def _harmony(
-    messages: Sequence[Message],
-    tools: Sequence[Mapping[str, Any]] | None,
-    *,
-    enc: Tokenizer,
-    allowed_special: AllowedSpecial,
-    effort: str,
-    reasons: list[str],
-) -> tuple[int, int, int]:
-    flat = [_flatten(m, i, reasons) for i, m in enumerate(messages)]
-
-    def total(with_tools: Sequence[Mapping[str, Any]] | None) -> int:
-        prompt = harmony_prompt(flat, with_tools, reasoning_effort=effort)
-        if allowed_special == "all":  # transformers' behaviour: look-alikes become specials
-            return enc.count(prompt.render(), allowed_special="all", disallowed_special=())
-        return prompt.count(enc)
-
-    everything = total(tools)
-    without = total(None) if tools else everything
-    return without, everything - without, 0
-
-
-def _template(
-    messages: Sequence[Message],
-    tools: Sequence[Mapping[str, Any]] | None,
-    *,
-    enc: Tokenizer,
-    info: ModelInfo | None,
-    allowed_special: AllowedSpecial,
-    reasons: list[str],
-) -> tuple[int, int, int]:
-    if info is None or info.chat_template is None:
-        raise InvalidInput("the template rule needs a model whose catalogue entry has a "
-                           "chat_template, or a registry version imported with one")
-    tokens_map = info.special_tokens_map
-
-    def total(with_tools: Sequence[Mapping[str, Any]] | None) -> int:
-        template = info.chat_template or ""
-        if with_tools and info.tool_chat_template:  # transformers picks "tool_use" then
-            template = info.tool_chat_template
-        text = render_chat_template(template, messages, tools=with_tools,
-                                    special_tokens_map=tokens_map)
-        # The template's own special tokens count as one token each, as transformers counts.
-        return enc.count(text, allowed_special="all", disallowed_special=())
-
-    everything = total(tools)
-    without = total(None) if tools else everything
-    if allowed_special != "all":
-        # Special-token look-alikes in the caller's strings count as plain text: correct the
-        # rendered count by the difference each such string makes on its own.
-        fix = 0
-        for text in _strings(messages, tools):
-            if any(s in text for s in enc.special_tokens_set):
-                fix += enc.count(text, disallowed_special=()) - enc.count(
-                    text, allowed_special="all", disallowed_special=()
-                )
-        if fix:
-            reasons.append(
-                "message text contains special-token text, counted as plain text; the count "
-                "around it is an estimate"
-            )
-            everything += fix
-            without += fix
-    return without, everything - without, 0
-
-
-def _flatten(message: Message, index: int, reasons: list[str]) -> Message:
-    """A message whose content is a string (text parts joined); images are refused here."""
-    content = message.get("content")
-    if content is None or isinstance(content, str):
-        return message
-    if not isinstance(content, Sequence):
-        raise InvalidInput(f"messages[{index}].content must be a string or a list of parts")
-    texts = []
-    for j, part in enumerate(content):
-        if not isinstance(part, Mapping) or part.get("type") != "text":
-            raise InvalidInput(
-                f"messages[{index}].content[{j}]: only text parts can be counted with this "
-                "model's chat format"
-            )
-        texts.append(str(part.get("text", "")))
-    reasons.append("content given as parts: text parts joined")
-    return {**message, "content": "".join(texts)}
-
-
-def _strings(*values: Any) -> Iterator[str]:
-    """Every string inside ``values`` (nested dicts and lists), in order."""
-    for item in values:
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, Mapping):
-            yield from _strings(*item.values())
-        elif isinstance(item, Sequence):
-            yield from _strings(*item)
+    return own, 0 if plain else 3 * len(calls)

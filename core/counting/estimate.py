@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokend.core.counting.breakdown import SYSTEM_ROLES, Breakdown
 from tokend.core.errors import CorruptData, InvalidInput
 
 IMAGE_RULES = ("anthropic", "gemini")
@@ -118,6 +119,7 @@ class Features:
     tools_text: int  # base-tokenizer tokens of the tools' JSON
     tools_prompt: int  # the vendor's tool-use system prompt (0 without tools)
     images: int
+    system: int = 0  # of ``text``, the tokens of system messages
 
     def parts(self, estimate: Estimate) -> tuple[int, int, int]:
         """(messages, tools, images) tokens under ``estimate``."""
@@ -130,6 +132,15 @@ class Features:
     def total(self, estimate: Estimate) -> int:
         return sum(self.parts(estimate))
 
+    def breakdown(self, estimate: Estimate) -> Breakdown:
+        """:meth:`parts` split further: ``factor`` times the system's and the other messages'
+        text; framing the rest of the messages' estimate (per message, fixed, rounding)."""
+        msgs, tools, images = self.parts(estimate)
+        system = round(estimate.factor * self.system)
+        others = round(estimate.factor * (self.text - self.system))
+        return Breakdown(system=system, messages=others, tools=tools, images=images,
+                         framing=msgs - system - others)
+
 
 def features(
     messages: Sequence[Mapping[str, Any]],
@@ -140,11 +151,12 @@ def features(
     count: Callable[[str], int],
 ) -> Features:
     """The :class:`Features` of a chat request (OpenAI, Anthropic or Gemini shapes)."""
-    text = 0
+    text = system = 0
     images = 0
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise InvalidInput(f"messages[{i}] must be an object with role and content")
+        before = text
         for key, value in message.items():
             if key == "role" or value is None:
                 continue
@@ -154,11 +166,13 @@ def features(
                 images += img
             else:
                 text += count(value if isinstance(value, str) else _json(value))
+        if message.get("role") in SYSTEM_ROLES:
+            system += text - before
     tools_text = tools_prompt = 0
     if tools:
         tools_text = count(_json(list(tools)))
         tools_prompt = estimate.tools[1 if _forced(tool_choice) else 0]
-    return Features(text, len(messages), tools_text, tools_prompt, images)
+    return Features(text, len(messages), tools_text, tools_prompt, images, system)
 
 
 def _forced(choice: Any) -> bool:
@@ -180,10 +194,10 @@ def estimate_chat(
     tool_choice: Any,
     estimate: Estimate,
     count: Callable[[str], int],
-) -> tuple[int, int, int]:
-    """(messages, tools, images) tokens of a chat request by the estimate rule."""
+) -> Breakdown:
+    """The tokens of a chat request by the estimate rule, part by part."""
     return features(messages, tools, tool_choice=tool_choice, estimate=estimate,
-                    count=count).parts(estimate)
+                    count=count).breakdown(estimate)
 
 
 def _blocks(parts: Any, where: str, estimate: Estimate, count: Callable[[str], int]

@@ -2,7 +2,8 @@
 
 ``count_chat`` (``chat.py``) hands these rules here: ``llama3`` / ``llama4`` (``llama.py``),
 ``mistral-v1`` ... ``mistral-v7`` (``mistral.py``) and ``estimate`` (``estimate.py``). Each
-returns ``(messages, tools, images)`` tokens, tools being what the tool definitions add.
+returns a :class:`Breakdown`, tools being what the tool definitions add; Llama's and Mistral's
+framing is the remainder once each message's own strings are counted alone.
 """
 
 from __future__ import annotations
@@ -10,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tokend.core.counting.breakdown import Breakdown, split_rendered
 from tokend.core.counting.catalogue import ModelInfo
 from tokend.core.counting.estimate import estimate_chat
-from tokend.core.counting.llama import TOKENS, count_pieces, llama_pieces, tool_definitions
+from tokend.core.counting.llama import (
+    IMAGE,
+    TOKENS,
+    count_pieces,
+    llama_pieces,
+    tool_definitions,
+)
 from tokend.core.counting.mistral import VERSIONS, mistral_pieces
 from tokend.core.errors import InvalidInput
 from tokend.core.tokenizer import Tokenizer
@@ -30,8 +38,8 @@ def vendor_chat(
     info: ModelInfo | None,
     count: Callable[[str], int],
     reasons: list[str],
-) -> tuple[int, int, int]:
-    """(messages, tools, images) tokens of a request by one of :data:`VENDOR_RULES`."""
+) -> Breakdown:
+    """The tokens of a request by one of :data:`VENDOR_RULES`, part by part."""
     specials = enc.special_tokens_set
     if rule == "estimate":
         if info is None or info.estimate is None:
@@ -41,17 +49,19 @@ def vendor_chat(
     if rule in TOKENS:
         pieces = llama_pieces(messages, rule, reasons)
         msgs = count_pieces(pieces, specials, count, enc.name)
+        images = pieces.count((IMAGE, True))  # an image's own token (module llama.py)
         tools_n = 0
         if tools:
             tools_n = count(tool_definitions(tools))
             reasons.append("llama-models' chat format has no place for tool definitions "
                            "(llama-stack writes them into the system prompt): counted as "
                            "their indented JSON")
-        return msgs, tools_n, 0
+        return split_rendered(messages, count, without_tools=msgs, tools=tools_n,
+                              images=images)
     everything = count_pieces(mistral_pieces(messages, tools, rule, reasons), specials, count,
                               enc.name)
     without = everything
     if tools:
         without = count_pieces(mistral_pieces(messages, None, rule, []), specials, count,
                                enc.name)
-    return without, everything - without, 0
+    return split_rendered(messages, count, without_tools=without, tools=everything - without)
