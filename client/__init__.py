@@ -33,6 +33,7 @@ from tokend.client.errors import (
 )
 from tokend.client.results import (
     ChatMessage,
+    CountBreakdown,
     CountResult,
     DecodeResult,
     EncodeResult,
@@ -57,6 +58,7 @@ __all__ = [
     "CallCancelled",
     "ChatMessage",
     "Client",
+    "CountBreakdown",
     "CountResult",
     "DataLoss",
     "DeadlineExceeded",

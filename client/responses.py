@@ -7,6 +7,7 @@ message is read, so both clients return equal results for equal responses.
 from __future__ import annotations
 
 from tokend.client.results import (
+    CountBreakdown,
     CountResult,
     DecodeResult,
     EncodeResult,
@@ -78,6 +79,11 @@ def count_result(response: pb.CountTokensResponse) -> CountResult:
         model=response.model,
         context_window=response.context_window,
         max_output_tokens=response.max_output_tokens,
+        breakdown=CountBreakdown(
+            system=response.breakdown.system, messages=response.breakdown.messages,
+            tools=response.breakdown.tools, images=response.breakdown.images,
+            framing=response.breakdown.framing, texts=response.breakdown.texts,
+        ),
     )
 
 

@@ -48,6 +48,27 @@ class DecodeResult:
 
 
 @dataclass(frozen=True, slots=True)
+class CountBreakdown:
+    """``total`` part by part; the parts sum to it (docs/counting.md, "Breakdown").
+
+    ``framing`` is what the chat format adds (roles, special tokens, the reply's priming); for
+    formats encoded as a whole it is the remainder, and can go below zero.
+    """
+
+    system: int = 0
+    messages: int = 0
+    tools: int = 0
+    images: int = 0
+    framing: int = 0
+    texts: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.system + self.messages + self.tools + self.images + self.framing
+                + self.texts)
+
+
+@dataclass(frozen=True, slots=True)
 class CountResult:
     """Token counts: one per text, the chat messages' total, and whether it fits a budget."""
 
@@ -71,6 +92,8 @@ class CountResult:
     model: str = ""
     context_window: int = 0
     max_output_tokens: int = 0
+    # What costs what: system, messages, tools, images, framing, texts.
+    breakdown: CountBreakdown = CountBreakdown()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +239,7 @@ class TrainSpec:
 
 __all__ = [
     "ChatMessage",
+    "CountBreakdown",
     "CountResult",
     "DecodeResult",
     "EncodeResult",

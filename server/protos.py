@@ -161,6 +161,7 @@ def count_response(result: Counted) -> pb.CountTokensResponse:
         estimate_reason=result.estimate_reason, chat_rule=result.chat_rule,
         tools_count=result.tools_count, images_count=result.images_count, model=result.model,
         context_window=result.context_window, max_output_tokens=result.max_output_tokens,
+        breakdown=pb.CountBreakdown(**result.breakdown.as_dict()),
     )
 
 

@@ -88,7 +88,8 @@ class TokendClient {
   }
 
   // Returns { tokenizer, counts, messages_count, total, fits, remaining, exact,
-  // estimate_reason, chat_rule, tools_count, images_count, model, context_window, ... }.
+  // estimate_reason, chat_rule, tools_count, images_count, model, context_window, ...,
+  // breakdown: { system, messages, tools, images, framing, texts } } (the parts sum to total).
   // options: { model, tools (OpenAI tool definitions), toolChoice, maxTokens, plainText,
   //            addSpecialTokens (count each text with the model's framing tokens) }.
   // Messages are OpenAI-style: content may be a list of text / image_url parts (an image part

@@ -1,7 +1,8 @@
 """CountTokens, Truncate and Chunk as plain calls: typed requests, limits first, typed results.
 
 Counting follows the model's chat rule (``tokend.core.counting``) for messages; a model name
-also brings its context window, against which ``fits`` and ``remaining`` are computed.
+also brings its context window, against which ``fits`` and ``remaining`` are computed. The
+result's ``breakdown`` splits ``total`` into system, messages, tools, images, framing and texts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tokend.core.counting import (
     truncate,
     version_chat_model,
 )
+from tokend.core.counting.breakdown import Breakdown
 from tokend.core.counting.catalogue import not_installed
 from tokend.core.counting.chat import budget_fit
 from tokend.core.counting.sizes import check_chat_sizes
@@ -72,6 +74,8 @@ class Counted:
     model: str = ""
     context_window: int = 0
     max_output_tokens: int = 0
+    # ``total`` part by part (docs/counting.md, "Breakdown"): its parts sum to ``total``.
+    breakdown: Breakdown = field(default_factory=Breakdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +163,11 @@ def count(
             counts.append(enc.count(text, allowed_special=allowed, disallowed_special=disallowed))
         except TokendError as exc:
             raise field_error(exc, where) from None
+    framing = 0
     if request.add_special_tokens:
         framing = len(add_special_tokens(enc, []))  # the same ids around every text
         counts = [c + framing for c in counts]
+    framing *= len(counts)
     result = Counted(served.ref, counts)
     reason = info.fixed_reason() if info is not None else ""
     if info is not None and reason:  # a closed model: texts are estimates too
@@ -176,6 +182,7 @@ def count(
                         context=context, info=info, served=served, allowed=allowed,
                         disallowed=disallowed)
     result.total = sum(counts) + result.messages_count
+    result.breakdown = result.breakdown.with_texts(sum(counts) - framing, framing)
     window = info.context_window if info is not None and info.context_window else None
     result.fits, result.remaining = budget_fit(result.total, budget, window)
     return served, result
@@ -226,6 +233,7 @@ def _count_messages(
     except TokendError as exc:
         raise field_error(exc, "messages") from None
     result.messages_count = chat.total
+    result.breakdown = chat.breakdown
     result.tools_count = chat.tools
     result.images_count = chat.images
     result.chat_rule = chat.rule

@@ -103,6 +103,7 @@ def counted_json(r: Counted) -> dict[str, Any]:
         "estimate_reason": r.estimate_reason, "chat_rule": r.chat_rule,
         "tools_count": r.tools_count, "images_count": r.images_count, "model": r.model,
         "context_window": r.context_window, "max_output_tokens": r.max_output_tokens,
+        "breakdown": r.breakdown.as_dict(),
     }
 
 

@@ -40,6 +40,7 @@ class TestCountRequests:
         expected = count_chat(MESSAGES, model="gpt-4o-mini", tools=TOOLS, tool_choice="none")
         assert payload["total"] == expected.total and payload["tokenizer"] == "o200k_base"
         assert payload["exact"] is False and payload["context_window"] == 128000
+        assert payload["breakdown"] == expected.breakdown.as_dict()
 
     def test_messages_with_model_and_tools_files(self, tokend_service: Any, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
@@ -53,6 +54,19 @@ class TestCountRequests:
         assert f"messages: {expected.total} (openai rule, tools {expected.tools})" in out
         assert "estimate: tool definitions" in out
         assert f"fits in 8192 tokens (gpt-4's window) (remaining {8192 - expected.total})" in out
+        assert "breakdown:" not in out
+
+    def test_breakdown_when_asked(self, tokend_service: Any, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+        """--breakdown: one line naming every part, texts included."""
+        messages = tmp_path / "m.json"
+        messages.write_text(json.dumps(MESSAGES))
+        status, out, _ = cli(capsys, "count", "--target", tokend_service.target, "--messages",
+                             str(messages), "--model", "gpt-4o", "--breakdown", "one two")
+        b = count_chat(MESSAGES, model="gpt-4o").breakdown.with_texts(2)
+        assert status == 0
+        assert (f"breakdown: system {b.system}, messages {b.messages}, tools 0, images 0, "
+                f"framing {b.framing}, texts 2\n") in out
 
 
 class TestTruncateAndChunk:

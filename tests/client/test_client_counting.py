@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tokend.client import AsyncClient, Client, TextChunk, TruncateResult
+from tokend.client import AsyncClient, Client, CountBreakdown, TextChunk, TruncateResult
 from tokend.core import errors as core
 from tokend.core.counting import chunk, count_chat, truncate
 
@@ -35,6 +35,15 @@ class TestSyncClient:
         assert not result.exact and result.estimate_reason == expected.estimate_reason
         assert result.context_window == 128000
         assert result.remaining == 128000 - expected.total and result.fits
+        assert result.breakdown == CountBreakdown(**expected.breakdown.as_dict())
+        assert result.breakdown.total == result.total and result.breakdown.images == 85
+
+    def test_count_breakdown_with_texts(self, client: Client) -> None:
+        """Plain texts are their own part; every part sums to the total."""
+        result = client.count_tokens("gpt-4o", ["one two three"], messages=MESSAGES[:1])
+        expected = count_chat(MESSAGES[:1], model="gpt-4o").breakdown
+        assert result.breakdown == CountBreakdown(**expected.with_texts(3).as_dict())
+        assert result.breakdown.total == result.total
 
     def test_exact_count_for_a_verified_model(self, client: Client) -> None:
         result = client.count_tokens("gpt-4", messages=[{"role": "user", "content": "hi"}],
@@ -75,7 +84,9 @@ class TestAsyncClient:
                 )
 
         counted, cut, pieces = asyncio.run(main())
-        assert counted.total == count_chat(MESSAGES, model="gpt-4o", tools=TOOLS).total
+        expected = count_chat(MESSAGES, model="gpt-4o", tools=TOOLS)
+        assert counted.total == expected.total
+        assert counted.breakdown == CountBreakdown(**expected.breakdown.as_dict())
         assert cut.text == truncate("o200k_base", DOC, 12, keep="tail").text
         assert [p.text for p in pieces] == [c.text for c in chunk("o200k_base", DOC, 16)]
         assert "".join(p.text for p in pieces) == DOC

@@ -45,6 +45,8 @@ class TestNodeCounting:
         assert counted["images_count"] == 1105 and counted["tools_count"] == expected.tools
         assert counted["exact"] is False and counted["estimate_reason"] == expected.estimate_reason
         assert counted["context_window"] == 128000 and counted["model"] == "gpt-4o"
+        assert counted["breakdown"] == expected.breakdown.as_dict()
+        assert sum(counted["breakdown"].values()) == counted["total"]
         cut = truncate("o200k_base", DOC, 11, keep="tail")
         assert out["truncate"]["text"] == cut.text and out["truncate"]["ids"] == cut.ids
         pieces = chunk("o200k_base", DOC, 15, overlap=3)

@@ -136,6 +136,9 @@ class TestOtherCalls:
                       "remaining", "exact", "chat_rule", "model", "context_window"):
             assert answer.body[field] == getattr(expected, field), field
         assert answer.body["counts"] == list(expected.counts)
+        parts = ("system", "messages", "tools", "images", "framing", "texts")
+        assert answer.body["breakdown"] == {p: getattr(expected.breakdown, p) for p in parts}
+        assert sum(answer.body["breakdown"].values()) == answer.body["total"]
         tiktoken_enc = reference("o200k_base")
         assert answer.body["counts"] == [len(tiktoken_enc.encode_ordinary(t)) for t in TEXTS[:2]]
 

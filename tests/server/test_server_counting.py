@@ -80,6 +80,41 @@ class TestCountTokensChat:
         assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+BREAKDOWN_PARTS = ("system", "messages", "tools", "images", "framing", "texts")
+
+
+def breakdown_of(response: pb.CountTokensResponse) -> dict[str, int]:
+    return {part: getattr(response.breakdown, part) for part in BREAKDOWN_PARTS}
+
+
+class TestCountBreakdown:
+    def test_chat_and_texts_part_by_part(self, inproc: Any) -> None:
+        """The chat's parts as count_chat splits them, plus the texts; they sum to total."""
+        request = chat_request(model="gpt-4o", texts=["one two", "three"],
+                               tools_json=json.dumps(TOOLS))
+        response = inproc.stub.CountTokens(request)
+        expected = count_chat(MESSAGES, model="gpt-4o", tools=TOOLS).breakdown
+        assert breakdown_of(response) == {**expected.as_dict(), "texts": sum(response.counts)}
+        assert sum(breakdown_of(response).values()) == response.total
+        assert response.breakdown.tools == response.tools_count > 0
+        assert response.breakdown.system > 0 and response.breakdown.framing > 0
+
+    def test_every_rule_sums_to_the_total(self, inproc: Any) -> None:
+        """openai-0301, harmony, plain text and a closed model's estimate, texts included."""
+        for kwargs in ({"model": "gpt-3.5-turbo-0301"}, {"model": "gpt-oss-20b"},
+                       {"model": "gpt-4o", "plain_text": True},
+                       {"model": "claude-sonnet-4-5", "texts": ["hello world, again"]}):
+            response = inproc.stub.CountTokens(chat_request(**kwargs))
+            assert sum(breakdown_of(response).values()) == response.total, kwargs
+            assert response.breakdown.texts == sum(response.counts), kwargs
+
+    def test_texts_only(self, inproc: Any) -> None:
+        response = inproc.stub.CountTokens(pb.CountTokensRequest(tokenizer="o200k_base",
+                                                                 texts=["a b c", "d"]))
+        assert breakdown_of(response) == {**dict.fromkeys(BREAKDOWN_PARTS, 0),
+                                          "texts": response.total}
+
+
 class TestTruncateAndChunk:
     TEXT = "The quick brown fox jumps over the lazy dog. " * 40
 

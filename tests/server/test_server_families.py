@@ -128,6 +128,8 @@ def test_add_special_tokens_frames_like_the_post_processor(stub: Any,
     counted = stub.CountTokens(pb.CountTokensRequest(tokenizer=ref, texts=[text],
                                                      add_special_tokens=True))
     assert list(counted.counts) == [len(want)]
+    # [CLS] and [SEP] are framing; the text's own ids are the texts part.
+    assert (counted.breakdown.framing, counted.breakdown.texts) == (2, len(want) - 2)
 
 
 def test_node_client_passes_add_special_tokens(tokend_server: Any) -> None:

@@ -78,6 +78,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="JSON file of tool definitions (an OpenAI request's 'tools')")
     count.add_argument("--tool-choice", metavar="CHOICE",
                        help="auto, none, required, or a function's name")
+    count.add_argument("--breakdown", action="store_true",
+                       help="also say what costs what: system, messages, tools, images, "
+                       "framing, texts (--json always has it)")
     count.set_defaults(tokenizer=None)  # with --model, the model's own tokenizer
 
     cut = _remote_parser(subparsers, "truncate", _truncate,
@@ -294,6 +297,9 @@ def _count(client: Client, args: argparse.Namespace) -> None:
               f"{', images ' + str(result.images_count) if result.images_count else ''})")
     if len(result.counts) + bool(messages) > 1:
         print(f"total: {result.total}")
+    if args.breakdown:
+        parts = dataclasses.asdict(result.breakdown)
+        print("breakdown: " + ", ".join(f"{part} {n}" for part, n in parts.items()))
     if not result.exact:
         print(f"estimate: {result.estimate_reason}")
     if args.max_tokens is not None or result.context_window:

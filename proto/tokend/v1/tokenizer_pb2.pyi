@@ -647,6 +647,7 @@ class CountTokensResponse(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     CONTEXT_WINDOW_FIELD_NUMBER: _builtins.int
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    BREAKDOWN_FIELD_NUMBER: _builtins.int
     tokenizer: _builtins.str
     messages_count: _builtins.int
     """Tokens of `messages` (framing included unless plain_text)."""
@@ -672,6 +673,10 @@ class CountTokensResponse(_message.Message):
     def counts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """One per text."""
 
+    @_builtins.property
+    def breakdown(self) -> Global___CountBreakdown:
+        """`total` part by part; the parts sum to `total` (docs/counting.md, "Breakdown")."""
+
     def __init__(
         self,
         *,
@@ -689,14 +694,62 @@ class CountTokensResponse(_message.Message):
         model: _builtins.str = ...,
         context_window: _builtins.int = ...,
         max_output_tokens: _builtins.int = ...,
+        breakdown: Global___CountBreakdown | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["breakdown", b"breakdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chat_rule", b"chat_rule", "context_window", b"context_window", "counts", b"counts", "estimate_reason", b"estimate_reason", "exact", b"exact", "fits", b"fits", "images_count", b"images_count", "max_output_tokens", b"max_output_tokens", "messages_count", b"messages_count", "model", b"model", "remaining", b"remaining", "tokenizer", b"tokenizer", "tools_count", b"tools_count", "total", b"total"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["breakdown", b"breakdown", "chat_rule", b"chat_rule", "context_window", b"context_window", "counts", b"counts", "estimate_reason", b"estimate_reason", "exact", b"exact", "fits", b"fits", "images_count", b"images_count", "max_output_tokens", b"max_output_tokens", "messages_count", b"messages_count", "model", b"model", "remaining", b"remaining", "tokenizer", b"tokenizer", "tools_count", b"tools_count", "total", b"total"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CountTokensResponse: _TypeAlias = CountTokensResponse  # noqa: Y015
+
+@_typing.final
+class CountBreakdown(_message.Message):
+    """What each part of a count costs. Formats encoded as a whole (harmony, chat templates, Llama,
+    Mistral) count each message's own strings alone; framing is then the remainder.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SYSTEM_FIELD_NUMBER: _builtins.int
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
+    IMAGES_FIELD_NUMBER: _builtins.int
+    FRAMING_FIELD_NUMBER: _builtins.int
+    TEXTS_FIELD_NUMBER: _builtins.int
+    system: _builtins.int
+    """What the caller wrote in system and developer messages."""
+    messages: _builtins.int
+    """What the caller wrote in the other messages (content, names, tool calls, tool results)."""
+    tools: _builtins.int
+    """What the tool definitions and tool_choice add (= tools_count)."""
+    images: _builtins.int
+    """Image parts (= images_count)."""
+    framing: _builtins.int
+    """What the format adds: roles, separators, special tokens, reply priming, the framing
+    tokens of add_special_tokens. Signed: as a remainder it can go below zero where a format
+    drops what the caller sent.
+    """
+    texts: _builtins.int
+    """Plain `texts` (the sum of `counts`, less their framing)."""
+    def __init__(
+        self,
+        *,
+        system: _builtins.int = ...,
+        messages: _builtins.int = ...,
+        tools: _builtins.int = ...,
+        images: _builtins.int = ...,
+        framing: _builtins.int = ...,
+        texts: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["framing", b"framing", "images", b"images", "messages", b"messages", "system", b"system", "texts", b"texts", "tools", b"tools"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountBreakdown: _TypeAlias = CountBreakdown  # noqa: Y015
 
 @_typing.final
 class TruncateRequest(_message.Message):
