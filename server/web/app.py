@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
@@ -30,11 +29,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.types import Message as AsgiMessage
+from starlette.types import ASGIApp
 
 from tokend.core.errors import Cancelled, LimitExceeded, TokendError, Unavailable, shown
-from tokend.server import limits, metrics
+from tokend.server import limits
 from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.encoding import EncodeRequest
 from tokend.server.app.service import App
@@ -50,12 +48,10 @@ from tokend.server.logs import log_event
 from tokend.server.web import bodies
 from tokend.server.web.convert import invalid, parse_body
 from tokend.server.web.disconnect import HttpCall, watch
+from tokend.server.web.dispatch import HttpMetrics, JsonAnswer
 from tokend.server.web.guards import HostRule, check_content_type
 
 STATIC = Path(__file__).resolve().parent / "static"
-# The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
-HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
-            "/count": "count", "/tokenizers": "tokenizers", "/health": "health"}
 JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
             "GET /tokenizers/{ref}", "GET /health"]
 _MAX_REQUEST_ID = 128
@@ -97,7 +93,8 @@ class WebApi:
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
         app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
-        return HttpMetrics(app)
+        posts = {"/count": self.count, "/tokenize": self.tokenize, "/detokenize": self.detokenize}
+        return HttpMetrics(app, posts)
 
     # -- routes ---------------------------------------------------------------------------
 
@@ -109,7 +106,7 @@ class WebApi:
         return JSONResponse({"status": "serving" if serving else "draining"},
                             status_code=200 if serving else 503)
 
-    async def tokenize(self, request: Request) -> Response:
+    async def tokenize(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.encode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
@@ -122,7 +119,7 @@ class WebApi:
             else frozenset()
         return bodies.tokens_json(result, fallback)
 
-    async def detokenize(self, request: Request) -> Response:
+    async def detokenize(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.decode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
@@ -130,19 +127,19 @@ class WebApi:
                 await self._run(inline, request, self.service.decode, req))
         return await self._json_call(request, work)
 
-    async def count(self, request: Request) -> Response:
+    async def count(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.count_request(body)
             inline = inline and self.service.ready(req.tokenizer, req.model)
             return bodies.counted_json(await self._run(inline, request, self.service.count, req))
         return await self._json_call(request, work)
 
-    async def list_tokenizers(self, request: Request) -> Response:
+    async def list_tokenizers(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             return bodies.tokenizers_json(await self._pooled(self.service.list_tokenizers))
         return await self._json_call(request, work, body=False)
 
-    async def get_tokenizer(self, request: Request) -> Response:
+    async def get_tokenizer(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             ref = _path_ref(request)
             return bodies.manifest_json(await self._pooled(self.service.get_tokenizer, ref))
@@ -156,7 +153,7 @@ class WebApi:
         work: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]],
         *,
         body: bool = True,
-    ) -> Response:
+    ) -> Response | JsonAnswer:
         """Refuse while draining, read and parse the body, run ``work`` (told whether the body
         is small enough to run inline); a TokendError becomes its HTTP status with a JSON error
         naming the field."""
@@ -170,7 +167,7 @@ class WebApi:
                 check_content_type(request.headers.get("content-type", ""))
             data = await self._timed_body(request) if body else b"{}"
             result = await work(parse_body(data), len(data) <= INLINE_BYTES)
-            response: Response = JSONResponse(result, headers={REQUEST_ID_KEY: rid})
+            response: Response | JsonAnswer = JsonAnswer(result, rid)
         except TokendError as exc:
             response = error_response(exc)
             log_event("http_error", path=request.url.path[:200], status=response.status_code,
@@ -191,8 +188,11 @@ class WebApi:
     async def _timed_body(self, request: Request) -> bytes:
         """The body, which must arrive within --http-body-seconds (a stalled upload is
         refused instead of holding its connection)."""
+        # subtle: asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the read as a
+        # task of its own, which cost ~15% of a 1 KB /count's CPU (two more event-loop turns).
         try:
-            return await asyncio.wait_for(self._body(request), self.body_seconds)
+            async with asyncio.timeout(self.body_seconds):
+                return await self._body(request)
         except TimeoutError:
             raise limits.hit(LimitExceeded("seconds to receive the request body",
                                            math.ceil(self.body_seconds) + 1,
@@ -210,18 +210,24 @@ class WebApi:
                          "--max-message-bytes", field="request")
         chunks: list[bytes] = []
         size = 0
-        try:
-            async for chunk in stream:
+        # subtle: ASGI messages read here, not through request.stream(): its async generator
+        # cost ~4% of a 1 KB /count's CPU (bench/bench_http.py).
+        receive = request.receive
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":  # a 499 logged, not an internal error
+                raise Cancelled(f"the client hung up after {size} bytes of its request body, "
+                                "before the call ran")
+            chunk = message.get("body", b"")
+            if chunk:
                 size += len(chunk)
                 if size > limit:
                     await _discard(stream)
                     limits.check("request body size in bytes", size, limit,
                                  "--max-message-bytes", field="request")
                 chunks.append(chunk)
-        except ClientDisconnect:  # logged as the 499 it is, not as an internal error
-            raise Cancelled(f"the client hung up after {size} bytes of its request body, "
-                            "before the call ran") from None
-        return b"".join(chunks)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _run(self, inline: bool, request: Request,
                    method: Callable[[R, CallContext], T], req: R) -> T:
@@ -307,48 +313,3 @@ def _request_id(request: Request) -> str:
     if 0 < len(value) <= _MAX_REQUEST_ID and value.isprintable():
         return value
     return new_request_id()
-
-
-class HttpMetrics:
-    """ASGI middleware: ``tokend_http_requests_total{handler, method, code}`` and
-    ``tokend_http_request_seconds{handler}`` for every request (handler: a fixed set)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = 500
-
-        async def send_status(message: AsgiMessage) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            handler = handler_label(scope.get("path", ""))
-            method = scope.get("method", "")
-            method = method if method in ("GET", "POST", "HEAD") else "other"
-            metrics.child(metrics.HTTP_REQUESTS, handler, method, str(status)).inc()
-            metrics.child(metrics.HTTP_SECONDS, handler).observe(time.perf_counter() - start)
-
-
-def handler_label(path: str) -> str:
-    """The metrics label of a path.
-
-    >>> handler_label("/tokenize"), handler_label("/tokenizers/gpt2"), handler_label("/x")
-    ('tokenize', 'tokenizer', 'other')
-    """
-    if path in HANDLERS:
-        return HANDLERS[path]
-    if path.startswith("/tokenizers/"):
-        return "tokenizer"
-    if path.startswith("/static/"):
-        return "static"
-    return "other"

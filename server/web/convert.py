@@ -42,7 +42,7 @@ def parse_body(data: bytes) -> dict[str, Any]:
     """
     text = data.decode("utf-8", errors="surrogateescape")
     try:
-        value = json.loads(text, object_pairs_hook=_unique_keys)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise invalid("request", "the body nests deeper than JSON is read here (about 900 "
                       "levels); no request field nests that deep") from None
@@ -64,6 +64,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise ValueError(f"the key {shown(key)} is given twice in one object")
             seen.add(key)
     return value
+
+
+# One decoder for every body (json.loads with a hook builds a new one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def checked(value: dict[str, Any], schema: Schema, path: str = "") -> dict[str, Any]:
