@@ -7,6 +7,7 @@ of at most N tokens. The rules and their sources are listed in ``docs/counting.m
 
 from __future__ import annotations
 
+from tokend.core.counting.breakdown import Breakdown
 from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
 from tokend.core.counting.chat import ChatCount, count_chat
 from tokend.core.counting.chunking import Chunk, chunk, iter_chunks
@@ -15,6 +16,7 @@ from tokend.core.counting.truncation import TruncateResult, truncate
 from tokend.core.counting.version_template import read_chat_metadata, version_chat_model
 
 __all__ = [
+    "Breakdown",
     "ChatCount",
     "Chunk",
     "ModelCatalogue",

@@ -35,8 +35,8 @@ SYSTEM_ROLES = ("system", "developer")
 class Breakdown:
     """The parts of a count (module docstring); ``total`` is their sum.
 
-    ``framing`` alone may be negative: as a remainder it goes below zero where a format
-    drops or merges what the caller sent (e.g. Mistral v2 drops old tool calls).
+    ``framing`` alone may be negative: as a remainder it can go below zero where a chat
+    template drops or rewrites what the caller sent.
     """
 
     system: int = 0

@@ -66,6 +66,18 @@ def mistral_pieces(messages: Sequence[Mapping[str, Any]],
     return pieces
 
 
+def shown_messages(messages: Sequence[Mapping[str, Any]], rule: str
+                   ) -> list[Mapping[str, Any]]:
+    """The messages whose text reaches the prompt (for the breakdown): v2 drops tool results,
+    and assistant messages with tool calls, before the last user message."""
+    if VERSIONS[rule] != 2:
+        return list(messages)
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    last = users[-1] if users else -1
+    return [m for i, m in enumerate(messages) if i > last or not (
+        m.get("role") == "tool" or (m.get("role") == "assistant" and m.get("tool_calls")))]
+
+
 def _user(m: _Message, version: int, tools: Sequence[Mapping[str, Any]] | None, *,
           is_first: bool, is_last: bool, system: str | None, reasons: list[str]) -> list[Piece]:
     if version == 1:

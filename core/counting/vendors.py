@@ -21,7 +21,7 @@ from tokend.core.counting.llama import (
     llama_pieces,
     tool_definitions,
 )
-from tokend.core.counting.mistral import VERSIONS, mistral_pieces
+from tokend.core.counting.mistral import VERSIONS, mistral_pieces, shown_messages
 from tokend.core.errors import InvalidInput
 from tokend.core.tokenizer import Tokenizer
 
@@ -64,4 +64,5 @@ def vendor_chat(
     if tools:
         without = count_pieces(mistral_pieces(messages, None, rule, []), specials, count,
                                enc.name)
-    return split_rendered(messages, count, without_tools=without, tools=everything - without)
+    return split_rendered(shown_messages(messages, rule), count, without_tools=without,
+                          tools=everything - without)

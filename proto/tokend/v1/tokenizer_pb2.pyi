@@ -728,8 +728,8 @@ class CountBreakdown(_message.Message):
     """Image parts (= images_count)."""
     framing: _builtins.int
     """What the format adds: roles, separators, special tokens, reply priming, the framing
-    tokens of add_special_tokens. Signed: as a remainder it can go below zero where a format
-    drops what the caller sent.
+    tokens of add_special_tokens. Signed: as a remainder it can go below zero where a chat
+    template drops or rewrites what the caller sent.
     """
     texts: _builtins.int
     """Plain `texts` (the sum of `counts`, less their framing)."""
