@@ -13,7 +13,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -200,6 +200,15 @@ def error_from_rpc(err: grpc.RpcError) -> RemoteError:
     code: grpc.StatusCode = _call_attr(err, "code", grpc.StatusCode.UNKNOWN)
     details: str = _call_attr(err, "details", "") or ""
     trailing = _call_attr(err, "trailing_metadata", None) or ()
+    return error_from_status(code, details, trailing)
+
+
+def error_from_status(
+    code: grpc.StatusCode, details: str, trailing: Iterable[tuple[str, str | bytes]]
+) -> RemoteError:
+    """The exception for a status as the server sends it: code, message, trailing metadata
+    (its google.rpc details and request id). The CLI's in-process backend raises the same
+    for the status the server would have sent (``tokend.server.errors.status_for``)."""
     violations: tuple[FieldViolation, ...] = ()
     reason: str | None = None
     request_id: str | None = None
@@ -262,5 +271,6 @@ __all__ = [
     "Unimplemented",
     "error_for_status",
     "error_from_rpc",
+    "error_from_status",
     "job_outcome",
 ]

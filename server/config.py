@@ -204,6 +204,14 @@ class ServerConfig:
         return self.registry / ".jobs"
 
     @property
+    def hidden_paths(self) -> dict[str, Path | None]:
+        """The folders a status message never shows, each named by its label instead
+        (``server/errors.hide_paths``): the server's layout is none of a client's business."""
+        registry = None if isinstance(self.registry, str) else self.registry
+        return {"the registry": registry, "the jobs folder": self.jobs_path,
+                "the train dir": self.train_dir}
+
+    @property
     def stream_cap(self) -> int:
         """Client streams a worker keeps open at once (--max-streams, else half --threads)."""
         return self.max_streams or max(1, self.threads // 2)

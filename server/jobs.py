@@ -90,9 +90,12 @@ def write_json(path: Path, data: Job, *, sync: bool = False) -> None:
 class JobStore:
     """Create, read, update and cancel jobs in a jobs directory (safe across processes)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        """``create=False`` leaves the folder alone until a job is created (a process that
+        only reads, such as the CLI counting in process, writes nothing)."""
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
 
     def job_dir(self, job_id: str) -> Path:
         return self.root / check_job_id(job_id)

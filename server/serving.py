@@ -7,7 +7,6 @@ port 0; ``worker.py`` runs it in each process started by the supervisor.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import threading
 import time
@@ -20,7 +19,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tokend import __version__
 from tokend.core.engine import ENGINE
-from tokend.core.registry import Registry
 from tokend.server import metrics
 from tokend.server.app.service import App
 from tokend.server.config import ServerConfig
@@ -161,13 +159,9 @@ def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
 def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServer:
     """Build and bind (not start) a server for ``config``; ``port`` 0 picks a free port."""
     metrics.BUILD_INFO.labels(__version__, ENGINE).set(1)
-    registry = Registry(config.registry)
-    hide_paths({"the registry": config.registry if not isinstance(config.registry, str) else None,
-                "the jobs folder": config.jobs_path, "the train dir": config.train_dir})
-    registry.on_kept_aliases = lambda name, exc: log_event(
-        "aliases_corrupt_kept", level=logging.WARNING, name=name, error=str(exc))
-    tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
-    jobs = JobStore(config.jobs_path)
+    hide_paths(config.hidden_paths)
+    app = App.from_config(config)
+    tokenizers, jobs = app.tokenizers, app.training.jobs
     state = ServerState()
     # Few calls at once, each on the most recently idle thread (executor.py): one GIL runs
     # them all, and fewer threads contending for it cost less CPU per call.
@@ -178,7 +172,6 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
         interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
         options=grpc_options(config, reuse_port=reuse_port),
     )
-    app = App(config, tokenizers, jobs)
     tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(TokenizerService(app), server)
     health_servicer = health.HealthServicer(
         experimental_non_blocking=True,

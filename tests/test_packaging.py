@@ -33,6 +33,19 @@ class TestLayout:
         )
         assert run_fresh(code).split("\n")[:2] == ["", "True"]
 
+    def test_client_results_and_requests_load_no_grpc(self) -> None:
+        """tokend.client loads lazily: its results and requests (protobuf messages) need no
+        grpc, so the CLI answering in process never pays for it; Client still imports."""
+        code = (
+            "import sys, tokend.client.results, tokend.client.requests\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'grpc'))\n"
+            "from tokend.client import Client, TokenizerNotFound\n"
+            "print('grpc' in sys.modules, Client.__name__, TokenizerNotFound.__name__)\n"
+            "import tokend.client as c\n"
+            "print(all(getattr(c, name) is not None for name in c.__all__))\n"
+        )
+        assert run_fresh(code).splitlines() == ["[]", "True Client TokenizerNotFound", "True"]
+
     def test_lazy_exports_resolve(self) -> None:
         """Every name in tokend.core.__all__ is importable."""
         import tokend.core

@@ -9,12 +9,14 @@ turns them into its status (``server/errors.py`` holds both tables).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 from tokend.core.counting import ModelCatalogue
 from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
+from tokend.core.registry import Registry
 from tokend.server import metrics
 from tokend.server.app import catalog, counting, encoding
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
@@ -41,6 +43,7 @@ from tokend.server.app.reporting import Reported, ReportRequest, report
 from tokend.server.app.training import Training
 from tokend.server.config import ServerConfig
 from tokend.server.jobs import JobStore
+from tokend.server.logs import log_event
 from tokend.server.streaming import StreamSlots
 from tokend.server.tokenizers import Served, Tokenizers
 
@@ -59,6 +62,20 @@ class App:
         # EncodeStream calls open at once, within --max-streams (Train uploads are bounded by
         # --max-train-jobs and the admin token instead).
         self.streams = StreamSlots(config.stream_cap)
+
+    @classmethod
+    def from_config(cls, config: ServerConfig, *, in_process: bool = False) -> App:
+        """The app over ``config.registry``, as every worker of ``tokend serve`` builds it.
+
+        ``in_process`` (the CLI answering without a server) builds the same app without
+        creating the jobs folder: nothing is written, and nothing starts (no worker, no
+        reload thread: the registry is read when a call needs it).
+        """
+        registry = Registry(config.registry)
+        registry.on_kept_aliases = lambda name, exc: log_event(
+            "aliases_corrupt_kept", level=logging.WARNING, name=name, error=str(exc))
+        tokenizers = Tokenizers(registry, cache_entries=config.cache_entries)
+        return cls(config, tokenizers, JobStore(config.jobs_path, create=not in_process))
 
     def ready(self, tokenizer: str, model: str = "") -> bool:
         """Whether a call naming ``tokenizer`` (or, without one, ``model``) finds its tokenizer
