@@ -138,7 +138,7 @@ def tokenizer_summaries(response: pb.ListTokenizersResponse) -> list[TokenizerSu
             builtin=t.builtin,
             versions=list(t.versions),
             latest_version=t.latest_version,
-            aliases=dict(t.aliases),
+            aliases=dict(sorted(t.aliases.items())),
             vocab_size=t.vocab_size,
         )
         for t in response.tokenizers
@@ -154,12 +154,14 @@ def tokenizer_manifest(response: pb.GetTokenizerResponse) -> TokenizerManifest:
         builtin=m.builtin,
         vocab_size=m.vocab_size,
         pattern=m.pattern,
-        special_tokens=dict(m.special_tokens),
-        sha256=dict(m.sha256),
+        # subtle: a protobuf map iterates in no fixed order; results (and what the CLI
+        # prints) list specials by id and the other maps by key, whichever process read them.
+        special_tokens=dict(sorted(m.special_tokens.items(), key=lambda item: item[1])),
+        sha256=dict(sorted(m.sha256.items())),
         training=TokenizerManifest.parse_training(m.training_json),
         created_at=m.created_at,
         versions=list(m.versions),
-        aliases=dict(m.aliases),
+        aliases=dict(sorted(m.aliases.items())),
     )
 
 

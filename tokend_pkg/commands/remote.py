@@ -1,14 +1,18 @@
-"""``tokend encode|decode|count|tokenizers --target HOST:PORT``: the service from the shell.
+"""``tokend encode|decode|count|truncate|chunk|tokenizers``: tokens from the shell.
 
-Each command is a thin wrapper over ``tokend.client.Client``: plain output for people, ``--json``
-for scripts. Failed calls print ``tokend: CODE: message`` on stderr and exit 1. Remote training
-(``tokend train --target``) reuses ``add_connection_options`` and ``run_remote_train`` from here.
+Without ``--target`` (or env ``TOKEND_TARGET``) the commands answer in process, on the
+application layer and registry ``tokend serve`` would use; with one, that server answers
+(``backends.py`` picks). Either way the results are the typed client's, printed here once:
+plain output for people, ``--json`` for scripts. Failed calls print ``tokend: CODE: message``
+on stderr and exit 1. ``tokend train --target`` and
+``tokend report --target`` reuse ``add_connection_options`` from here.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,21 +21,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokend.client import Client, RemoteError, TlsConfig, TrainJob
-from tokend.commands.progress import LineProgress
+from tokend.commands.backends import Backend, failure, open_backend
 from tokend.core.errors import TokendError
 
-DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TOKENIZER = "o200k_base"
 
-# A remote command: prints its result; returns its exit status (None: 0).
-Handler = Callable[[Client, argparse.Namespace], int | None]
+# A command: prints its result; returns its exit status (None: 0).
+Handler = Callable[[Backend, argparse.Namespace], int | None]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    encode = _remote_parser(
-        subparsers, "encode", _encode, "encode text to token ids on a tokend server (--target)"
-    )
+    encode = _remote_parser(subparsers, "encode", _encode,
+                            "encode text to token ids (in process, or on a server with --target)")
     encode.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
     encode.add_argument(
         "--allowed-special",
@@ -46,9 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     encode.add_argument("--details", action="store_true", help="also show pieces and offsets")
 
-    decode = _remote_parser(
-        subparsers, "decode", _decode, "decode token ids to text on a tokend server (--target)"
-    )
+    decode = _remote_parser(subparsers, "decode", _decode,
+                            "decode token ids to text (in process, or on a server with --target)")
     decode.add_argument(
         "ids", nargs="*", metavar="ID", help="token ids (default: stdin, spaces or commas)"
     )
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         subparsers,
         "count",
         _count,
-        "count tokens of texts or chat messages on a tokend server (--target)",
+        "count tokens of texts or chat messages (in process, or on a server with --target)",
     )
     count.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
     count.add_argument(
@@ -84,7 +84,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     count.set_defaults(tokenizer=None)  # with --model, the model's own tokenizer
 
     cut = _remote_parser(subparsers, "truncate", _truncate,
-                         "cut a text to at most N tokens on a tokend server (--target)")
+                         "cut a text to at most N tokens (in process, or on a server with "
+                         "--target)")
     cut.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
     cut.add_argument("-n", "--max-tokens", type=int, required=True, metavar="N")
     cut.add_argument("--keep", choices=["head", "tail", "both"], default="head",
@@ -93,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      "(default '…'; counted within the budget)")
 
     pieces = _remote_parser(subparsers, "chunk", _chunk,
-                            "split a document into pieces of at most N tokens (--target)")
+                            "split a document into pieces of at most N tokens (in process, or on a "
+                            "server with --target)")
     pieces.add_argument("file", nargs="?", type=Path, metavar="FILE",
                         help="the document (default: stdin)")
     pieces.add_argument("-n", "--max-tokens", type=int, required=True, metavar="N")
@@ -104,7 +106,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         subparsers,
         "tokenizers",
         _tokenizers,
-        "list a tokend server's tokenizers, or describe one (--target)",
+        "list the tokenizers (the registry's, or a server's with --target), or "
+        "describe one",
         tokenizer=False,
     )
     tokenizers.add_argument("name", nargs="?", metavar="REF", help="describe this one")
@@ -115,9 +118,10 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(
         "--target",
-        default=os.environ.get("TOKEND_TARGET", DEFAULT_TARGET),
+        default=os.environ.get("TOKEND_TARGET") or None,
         metavar="HOST:PORT",
-        help=f"server address (env TOKEND_TARGET, default {DEFAULT_TARGET})",
+        help="ask the tokend server at this address (env TOKEND_TARGET; default: answer in "
+        "process)",
     )
     group.add_argument(
         "--token",
@@ -135,16 +139,6 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def connect(args: argparse.Namespace) -> Client:
-    """A Client from the connection options (any --tls-* option implies --tls)."""
-    tls: TlsConfig | None = None
-    if args.tls or args.tls_ca or args.tls_cert or args.tls_key or args.tls_server_name:
-        tls = TlsConfig.from_files(
-            args.tls_ca, args.tls_cert, args.tls_key, server_name=args.tls_server_name
-        )
-    return Client(args.target, timeout=args.timeout, tls=tls, token=args.token)
-
-
 def _remote_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -156,6 +150,9 @@ def _remote_parser(
     """A remote command's parser: connection options, ``--tokenizer``, and its handler."""
     parser = subparsers.add_parser(name, help=help_text)
     add_connection_options(parser)
+    parser.add_argument("--registry", metavar="DIR|URL",
+                        help="without --target: the registry folder or s3://bucket/prefix "
+                        "(env TOKEND_REGISTRY, default: the user data dir, as `tokend serve`)")
     if tokenizer:
         parser.add_argument(
             "-t",
@@ -169,30 +166,27 @@ def _remote_parser(
 
 
 def _command(handler: Handler) -> Callable[[argparse.Namespace], int]:
-    """Wrap a handler: open the client, print its result, turn errors into exit status 1."""
+    """Wrap a handler: open its backend, print its result, turn errors into exit status 1."""
 
     def run(args: argparse.Namespace) -> int:
         try:
-            with connect(args) as client:
-                status = handler(client, args)
-        except RemoteError as err:
-            _fail(args, err.code.name, err.details)
-            return 1
+            with contextlib.closing(open_backend(args)) as backend:
+                status = handler(backend, args)
         except (TokendError, ValueError, OSError) as err:
-            _fail(args, "CLIENT_ERROR", str(err))
+            fail(args, *failure(err, args))
             return 1
         return 0 if status is None else status
 
     return run
 
 
-def _fail(args: argparse.Namespace, code: str, details: str) -> None:
+def fail(args: argparse.Namespace, code: str, details: str) -> None:
     print(f"tokend: {code}: {details}", file=sys.stderr)
     if getattr(args, "json", False):
-        _print_json({"error": {"code": code, "details": details}})
+        print_json({"error": {"code": code, "details": details}})
 
 
-def _print_json(value: object, out: TextIO | None = None) -> None:
+def print_json(value: object, out: TextIO | None = None) -> None:
     print(json.dumps(value, ensure_ascii=False), file=out or sys.stdout)
 
 
@@ -203,7 +197,7 @@ def _texts(args: argparse.Namespace) -> list[str]:
 # -- handlers ---------------------------------------------------------------------------------
 
 
-def _encode(client: Client, args: argparse.Namespace) -> None:
+def _encode(client: Backend, args: argparse.Namespace) -> None:
     allowed: Any = frozenset()
     if args.allowed_special == "all":
         allowed = "all"
@@ -217,7 +211,7 @@ def _encode(client: Client, args: argparse.Namespace) -> None:
         details=args.details,
     )
     if args.json:
-        _print_json(
+        print_json(
             {
                 "tokenizer": results[0].tokenizer if results else "",
                 "results": [
@@ -248,7 +242,7 @@ def _detail_json(detail: Any) -> dict[str, object]:
     }
 
 
-def _decode(client: Client, args: argparse.Namespace) -> None:
+def _decode(client: Backend, args: argparse.Namespace) -> None:
     raw: Sequence[str] = args.ids or sys.stdin.read().replace(",", " ").split()
     try:
         ids = [int(x) for x in raw]
@@ -256,7 +250,7 @@ def _decode(client: Client, args: argparse.Namespace) -> None:
         raise ValueError(f"token ids must be integers: {err}") from None
     result = client.decode(args.tokenizer, ids)
     if args.json:
-        _print_json(
+        print_json(
             {
                 "tokenizer": result.tokenizer,
                 "text": result.text,
@@ -267,7 +261,7 @@ def _decode(client: Client, args: argparse.Namespace) -> None:
         sys.stdout.write(result.text + "\n")
 
 
-def _count(client: Client, args: argparse.Namespace) -> None:
+def _count(client: Backend, args: argparse.Namespace) -> None:
     messages: list[Any] | None = None
     request: dict[str, Any] = {}
     if args.messages is not None:
@@ -287,7 +281,7 @@ def _count(client: Client, args: argparse.Namespace) -> None:
         tool_choice=args.tool_choice or request.get("tool_choice"),
     )
     if args.json:
-        _print_json(dataclasses.asdict(result))
+        print_json(dataclasses.asdict(result))
         return
     for text_count in result.counts:
         print(text_count)
@@ -332,33 +326,33 @@ def _read_request(path: Path) -> dict[str, Any]:
     return request
 
 
-def _truncate(client: Client, args: argparse.Namespace) -> None:
+def _truncate(client: Backend, args: argparse.Namespace) -> None:
     text = args.text if args.text is not None else sys.stdin.read()
     result = client.truncate(args.tokenizer, text, args.max_tokens, keep=args.keep,
                              marker=args.marker)
     if args.json:
-        _print_json(dataclasses.asdict(result))
+        print_json(dataclasses.asdict(result))
         return
     sys.stdout.write(result.text + "\n")
 
 
-def _chunk(client: Client, args: argparse.Namespace) -> None:
+def _chunk(client: Backend, args: argparse.Namespace) -> None:
     text = args.file.read_text(encoding="utf-8") if args.file else sys.stdin.read()
     pieces = client.iter_chunks(args.tokenizer, text, args.max_tokens, overlap=args.overlap)
     for piece in pieces:
         if args.json:  # one JSON object per line, as the server streams them
-            _print_json(dataclasses.asdict(piece))
+            print_json(dataclasses.asdict(piece))
         else:
             print(f"--- chunk {piece.index}: chars [{piece.start}, {piece.end}) bytes "
                   f"[{piece.byte_start}, {piece.byte_end}) tokens {piece.count}")
             print(piece.text)
 
 
-def _tokenizers(client: Client, args: argparse.Namespace) -> None:
+def _tokenizers(client: Backend, args: argparse.Namespace) -> None:
     if args.name:
         manifest = client.get_tokenizer(args.name)
         if args.json:
-            _print_json(dataclasses.asdict(manifest))
+            print_json(dataclasses.asdict(manifest))
             return
         print(f"{manifest.ref}  vocab {manifest.vocab_size}  builtin {manifest.builtin}")
         print(f"  pattern: {manifest.pattern}")
@@ -370,78 +364,9 @@ def _tokenizers(client: Client, args: argparse.Namespace) -> None:
         return
     summaries = client.list_tokenizers()
     if args.json:
-        _print_json([dataclasses.asdict(s) for s in summaries])
+        print_json([dataclasses.asdict(s) for s in summaries])
         return
     for s in summaries:
         kind = "builtin" if s.builtin else f"versions {s.versions} latest {s.latest_version}"
         aliases = f" aliases {s.aliases}" if s.aliases else ""
         print(f"{s.name:<24} vocab {s.vocab_size:<8} {kind}{aliases}")
-
-
-# -- remote training (called by `tokend train --target`) --------------------------------------
-
-
-def run_remote_train(
-    args: argparse.Namespace,
-    *,
-    name: str,
-    vocab_size: int,
-    corpus: Path | None,
-    corpus_path: str = "",
-    special_tokens: Sequence[str] = (),
-    pattern: str = "",
-    model: str = "",
-    wordpiece_score: str = "",
-    detach: bool = False,
-) -> int:
-    """Start a training job on the server and follow it with a progress bar on stderr.
-
-    ``corpus`` (a local file) is streamed; or ``corpus_path`` names a file under the server's
-    --train-dir. Prints the published reference (or, with ``detach``, the job id) on stdout.
-    """
-
-    def follow(client: Client, args: argparse.Namespace) -> int:
-        handle = client.train(
-            name,
-            corpus,
-            vocab_size=vocab_size,
-            special_tokens=special_tokens,
-            pattern=pattern,
-            corpus_path=corpus_path,
-            model=model,
-            wordpiece_score=wordpiece_score,
-        )
-        if detach:
-            _emit_job(args, handle.job)
-            return 0
-        bar = ProgressBar(sys.stderr)
-        for job in handle.progress():
-            bar.update(job)
-        bar.close()
-        job = handle.job if handle.job.finished else handle.refresh()
-        _emit_job(args, job)
-        return 0 if job.published else 1
-
-    return _command(follow)(args)
-
-
-def _emit_job(args: argparse.Namespace, job: TrainJob) -> None:
-    if getattr(args, "json", False):
-        _print_json(dataclasses.asdict(job) | {"state": job.state.value})
-    elif job.published:
-        print(job.published)
-    elif job.finished:
-        print(f"tokend: training job {job.job_id} {job.state.value}: {job.error}", file=sys.stderr)
-    else:
-        print(job.job_id)
-
-
-class ProgressBar(LineProgress):
-    """Phase, done/total, rate and ETA of a remote job, as the server reports them."""
-
-    def update(self, job: TrainJob) -> None:
-        bar = self.bar(job.done / job.total if job.total else 0.0)
-        eta = f" eta {job.eta_seconds:.0f}s" if job.eta_seconds > 0 else ""
-        rate = f" {job.rate:,.0f}/s" if job.rate > 0 else ""
-        phase = job.phase or job.state.value
-        self.draw(f"\r{phase:<8} [{bar}] {job.done:,}/{job.total:,}{rate}{eta}", 78)

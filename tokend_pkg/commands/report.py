@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokend.client.errors import RemoteError
-from tokend.commands import remote
+from tokend.commands import backends, remote
 from tokend.core.errors import FailedPrecondition, InvalidInput, TokendError
 from tokend.core.report import (
     DEFAULT_SIZES,
@@ -122,10 +121,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(args, "CANCELLED", "interrupted", 130)
     except FailedPrecondition as err:
         return _fail(args, "FAILED_PRECONDITION", str(err))
-    except RemoteError as err:
-        return _fail(args, err.code.name, err.details)
     except (TokendError, ValueError, OSError) as err:
-        return _fail(args, "INVALID_ARGUMENT", str(err))
+        code, details = backends.failure(err, args)  # a server's status, else a bad argument
+        return _fail(args, "INVALID_ARGUMENT" if code == "CLIENT_ERROR" else code, details)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -152,7 +150,7 @@ def make_report(args: argparse.Namespace) -> Report:
             raise InvalidInput("with --target the server measures its own parallel corpus; "
                                "--parallel and --curve-corpus work locally only")
         texts_arg = [_read_text(path) for path in args.text] or None
-        with remote.connect(args) as client:
+        with backends.connect(args) as client:
             result = client.report(refs, texts_arg, languages=args.languages)
         return report_from_result(result)
     tokenizers = load_tokenizers(refs, args.registry)

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from tokend.commands import remote
 from tokend.commands.progress import LineProgress
+from tokend.commands.train_remote import run_remote_train
 from tokend.core.errors import Cancelled, FailedPrecondition, TokendError, Unavailable
 from tokend.core.formats import atomic_write_bytes, dump_tiktoken_bpe
 from tokend.core.patterns import DEFAULT_TRAIN_PATTERN
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         if len(args.corpus) != 1:
             return _fail(args, "INVALID_ARGUMENT", "remote training takes exactly one corpus file")
-        return remote.run_remote_train(
+        return run_remote_train(
             args,
             name=args.name,
             vocab_size=args.vocab_size,
