@@ -107,8 +107,8 @@ def public_message(message: str) -> str:
     >>> hide_paths({"the registry": "/srv/reg"})
     >>> public_message("/srv/reg/tok/1/manifest.json: manifest is missing")
     'tok/1/manifest.json: manifest is missing'
-    >>> public_message("no tokenizer named 'x' in registry /srv/reg")
-    "no tokenizer named 'x' in registry the registry"
+    >>> public_message("no tokenizer named 'x' in /srv/reg")
+    "no tokenizer named 'x' in the registry"
     """
     for path, label in _HIDDEN:
         if path in message:

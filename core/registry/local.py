@@ -187,7 +187,7 @@ class LocalStore(Store):
                 # Disk full, read-only, no permission: the version was not renamed into place,
                 # so nothing is visible (a burnt version number at most).
                 raise storage_error(
-                    exc, f"cannot publish {name} in registry {self.root} (nothing was published)"
+                    exc, f"cannot publish {name} in {self.root} (nothing was published)"
                 ) from exc
         finally:
             shutil.rmtree(stage, ignore_errors=True)

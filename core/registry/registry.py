@@ -134,7 +134,7 @@ class Registry:
                     return ResolvedRef(encoding_name_for_model(name), None, builtin=True)
             known = self._names() + builtins
             raise UnknownTokenizer(
-                f"no tokenizer named {shown(name)} in registry {self.location} and no model of "
+                f"no tokenizer named {shown(name)} in {self.location} and no model of "
                 f"that name; known tokenizers: {', '.join(known[:30]) or '(none)'}"
             )
         if parsed.version is not None:
