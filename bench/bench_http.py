@@ -3,6 +3,12 @@ Starlette app on uvicorn that parses the same JSON and answers a constant, in on
 
     .venv/bin/python bench/bench_http.py                     # ~1 minute, prints a markdown table
     .venv/bin/python bench/bench_http.py --requests 4000 --repeat 5 --connections 8
+    .venv/bin/python bench/bench_http.py --vendors           # the vendor routes vs /count
+
+``--vendors`` measures tokend alone: each vendor count-tokens route (Anthropic's, OpenAI's
+Responses, Gemini's) against ``POST /count`` carrying the same 1 KB chat (a system prompt and a
+never-seen user message) for the same model, the two runs of each pair back to back, alternating
+which goes first; the ratio is of the medians, min-max of the per-pair ratios beside it.
 
 tokend runs as ``tokend serve --workers 1 --http-port P`` (one worker: its HTTP thread and its
 handler pool); the baseline is this script itself (``--serve-baseline PORT``), uvicorn with the
@@ -32,8 +38,9 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (also when imported)
 from bench_service import (
@@ -114,15 +121,88 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 # -- the load -------------------------------------------------------------------------------------
 
 
-def requests_for(texts: Sequence[str]) -> list[bytes]:
-    """One ``POST /count`` per text, as bytes on the wire."""
+def requests_for(texts: Sequence[str], path: str = "/count",
+                 body_of: Callable[[str], dict[str, Any]] | None = None) -> list[bytes]:
+    """One ``POST path`` per text (its body ``body_of(text)``), as bytes on the wire."""
     out = []
     for text in texts:
-        body = json.dumps({"tokenizer": TOKENIZER, "texts": [text]}).encode()
-        head = (f"POST /count HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        fields = body_of(text) if body_of else {"tokenizer": TOKENIZER, "texts": [text]}
+        body = json.dumps(fields).encode()
+        head = (f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                 f"content-length: {len(body)}\r\n\r\n").encode()
         out.append(head + body)
     return out
+
+
+# -- the vendor routes against /count ---------------------------------------------------------
+
+SYSTEM = "You are a careful assistant. Answer briefly and cite the passage you rely on."
+# name -> (model, path, body of a chat: the system prompt and one user message)
+VENDOR_ROUTES: dict[str, tuple[str, str, Callable[[str, str], dict[str, Any]]]] = {
+    "anthropic": ("claude-sonnet-4-5", "/v1/messages/count_tokens",
+                  lambda system, user: {"model": "claude-sonnet-4-5", "system": system,
+                                        "messages": [{"role": "user", "content": user}]}),
+    "openai": ("gpt-4o", "/v1/responses/input_tokens",
+               lambda system, user: {"model": "gpt-4o", "instructions": system, "input": user}),
+    "gemini": ("gemini-2.5-flash", "/v1beta/models/gemini-2.5-flash:countTokens",
+               lambda system, user: {"systemInstruction": {"parts": [{"text": system}]},
+                                     "contents": [{"role": "user",
+                                                   "parts": [{"text": user}]}]}),
+}
+
+
+def count_chat_body(model: str) -> Callable[[str, str], dict[str, Any]]:
+    """``POST /count``'s body of the same chat."""
+    return lambda system, user: {"model": model, "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": user}]}
+
+
+def vendor_main(args: argparse.Namespace) -> int:
+    """Each vendor route against /count with the same chats, on one tokend."""
+    user_bytes = TEXT_BYTES - len(SYSTEM)
+    cpu: dict[str, list[float]] = {f"{v} {side}": [] for v in VENDOR_ROUTES
+                                   for side in ("route", "count")}
+    rps: dict[str, list[float]] = {key: [] for key in cpu}
+    with tempfile.TemporaryDirectory(prefix="tokend-bench-http-") as tmp:
+        tokend, port = start_tokend(free_port(), Path(tmp) / "registry")
+        try:
+            wait_http(port)
+            for i, (model, path, body) in enumerate(VENDOR_ROUTES.values()):
+                warm = make_new_texts(user_bytes, 300, seed=10_000 + i)
+                for p, b in ((path, body), ("/count", count_chat_body(model))):
+                    run(tokend.pid, port, requests_for(warm, p, lambda t, b=b: b(SYSTEM, t)),
+                        args.connections)
+            for r in range(args.repeat):
+                for v, (model, path, body) in VENDOR_ROUTES.items():
+                    sides = [("route", path, body), ("count", "/count", count_chat_body(model))]
+                    for side, p, b in sides if r % 2 == 0 else sides[::-1]:
+                        seed = 100 * r + 10 * list(VENDOR_ROUTES).index(v) + (side == "count")
+                        texts = make_new_texts(user_bytes, args.requests, seed=seed)
+                        reqs = requests_for(texts, p, lambda t, b=b: b(SYSTEM, t))
+                        us, per_second = run(tokend.pid, port, reqs, args.connections)
+                        cpu[f"{v} {side}"].append(us)
+                        rps[f"{v} {side}"].append(per_second)
+                        print(f"run {r + 1} {v} {side}: {us:,.0f} µs CPU/request, "
+                              f"{per_second:,.0f} req/s", file=sys.stderr)
+        finally:
+            stop(tokend)
+    print(f"1 KB chats (system + a never-seen user message), tokend --workers 1, "
+          f"{args.connections} keep-alive connections, {args.requests} requests x "
+          f"{args.repeat} runs per route, {os.cpu_count()} CPUs")
+    print()
+    print("| route | model | server CPU µs/request (median) | /count, same chats | "
+          "route / /count CPU | req/s route / /count |")
+    print("|---|---|---:|---:|---:|---:|")
+    for v, (model, path, _) in VENDOR_ROUTES.items():
+        mine, base = cpu[f"{v} route"], cpu[f"{v} count"]
+        ratios = [a / b for a, b in zip(mine, base, strict=True)]
+        print(f"| `POST {path}` | {model} | {statistics.median(mine):,.0f} | "
+              f"{statistics.median(base):,.0f} | "
+              f"{statistics.median(mine) / statistics.median(base):.2f}x (runs "
+              f"{min(ratios):.2f}-{max(ratios):.2f}) | "
+              f"{statistics.median(rps[f'{v} route']):,.0f} / "
+              f"{statistics.median(rps[f'{v} count']):,.0f} |")
+    return 0
 
 
 async def _connection(port: int, requests: Sequence[bytes]) -> None:
@@ -164,11 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=3000, help="requests per run")
     parser.add_argument("--repeat", type=int, default=5, help="runs per server")
     parser.add_argument("--connections", type=int, default=8, help="keep-alive connections")
+    parser.add_argument("--vendors", action="store_true",
+                        help="the vendor count-tokens routes against /count (tokend only)")
     parser.add_argument("--serve-baseline", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_baseline:
         serve_baseline(args.serve_baseline)
         return 0
+    if args.vendors:
+        return vendor_main(args)
     with tempfile.TemporaryDirectory(prefix="tokend-bench-http-") as tmp:
         tokend, tokend_port = start_tokend(free_port(), Path(tmp) / "registry")
         baseline_port = free_port()

@@ -3,9 +3,10 @@
     .venv/bin/python scripts/gen_status_table.py          # rewrite the table in docs/service.md
     .venv/bin/python scripts/gen_status_table.py --check  # exit 1 if the table is out of date
 
-The bad-input catalogue (tests/support/bad_inputs.py: one request, one status) and the
-conditions table (tests/support/conditions.py: floods, idle and stalled connections, hang-ups)
-each sit between their two marker comments below; everything else in docs/service.md is
+The bad-input catalogue (tests/support/bad_inputs.py: one request, one status; the vendor
+endpoints' rows of tests/support/vendor_bad_inputs.py after it) and the conditions table
+(tests/support/conditions.py: floods, idle and stalled connections, hang-ups) each sit between
+their two marker comments below; everything else in docs/service.md is
 left alone. tests/server/test_bad_inputs.py runs ``--check``, so the doc cannot drift from the
 cases the test sends to a real server. The gRPC and HTTP columns are the server's own tables
 (``STATUS_TABLE``, ``HTTP_STATUS_TABLE`` in server/errors.py) applied to each row's error
@@ -35,6 +36,7 @@ def render() -> str:
         grpc_status,
         http_status,
     )
+    from vendor_bad_inputs import VENDOR_CASES  # noqa: PLC0415 (the same)
 
     lines = [
         START,
@@ -51,6 +53,20 @@ def render() -> str:
         http = http_status(case)
         lines.append(f"| {case.rpc} | {case.what} | {grpc_status(case)} | "
                      f"{'—' if http is None else http} | `{field}`; \"{rule}\" |")
+    lines += [
+        "", "</details>", "",
+        "<details><summary>The vendors' count-tokens endpoints (docs/http.md): every bad input "
+        f"the tests send, its HTTP status and the field named ({len(VENDOR_CASES)} cases; the "
+        "error in the vendor's own shape)</summary>",
+        "",
+        "| endpoint | bad input | HTTP | the message names |",
+        "|---|---|---|---|",
+    ]
+    for vendor in VENDOR_CASES:
+        field = vendor.field.replace("|", "\\|")
+        rule = vendor.rule.replace("|", "\\|")
+        lines.append(f"| `POST {vendor.path}` | {vendor.what} | {vendor.status} | "
+                     f"`{field}`; \"{rule}\" |")
     lines += ["", "</details>", END]
     return "\n".join(lines)
 

@@ -5,7 +5,9 @@ use; each body is the RPC's request in JSON (checked by ``convert.py``, built in
 typed request by ``bodies.py``) and each call runs the same ``App`` method the gRPC servicer
 calls (encode, decode, count, list_tokenizers, get_tokenizer) on the worker's handler pool, so
 semantics, limits and refusals are the gRPC ones by construction; only the status code is
-HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). ``/`` is the inspector page
+HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). The vendors' count-tokens paths
+(Anthropic's, OpenAI's Responses, Gemini's) are routed onto the same ``count`` by
+``vendors.py``, through the same ``json_call``. ``/`` is the inspector page
 (``static/``). None of these needs the admin token, as their RPCs do not; training stays on
 gRPC.
 """
@@ -36,24 +38,19 @@ from tokend.server import limits
 from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.encoding import EncodeRequest
 from tokend.server.app.service import App
-from tokend.server.errors import (
-    bounded,
-    code_for,
-    field_of,
-    http_status_for,
-    public_message,
-)
+from tokend.server.errors import bounded, field_of
 from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_id
 from tokend.server.logs import log_event
-from tokend.server.web import bodies
+from tokend.server.web import bodies, vendors
 from tokend.server.web.convert import invalid, parse_body
 from tokend.server.web.disconnect import HttpCall, watch
 from tokend.server.web.dispatch import HttpMetrics, JsonAnswer
 from tokend.server.web.guards import HostRule, check_content_type
+from tokend.server.web.refusals import Shape, facts_of, internal, tokend_error
 
 STATIC = Path(__file__).resolve().parent / "static"
 JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
-            "GET /tokenizers/{ref}", "GET /health"]
+            "GET /tokenizers/{ref}", "GET /health", *vendors.PATHS]
 _MAX_REQUEST_ID = 128
 # How much of a refused (too large) body is read and dropped before the 413 goes out.
 DRAIN_BYTES = 64 << 20
@@ -80,6 +77,7 @@ class WebApi:
         self.max_body_bytes = max_body_bytes
         self.body_seconds = body_seconds
         self.hosts = hosts or HostRule(frozenset(), bind="127.0.0.1")
+        self.vendors = vendors.VendorRoutes(self)
 
     def app(self) -> ASGIApp:
         routes = [  # the busiest first: the router tries them in order
@@ -90,11 +88,13 @@ class WebApi:
             Route("/health", self.health, methods=["GET"]),
             Route("/tokenizers", self.list_tokenizers, methods=["GET"]),
             Route("/tokenizers/{ref:path}", self.get_tokenizer, methods=["GET"]),
+            *self.vendors.routes(),  # the vendors' count-tokens calls, on App.count too
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
         app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
-        posts = {"/count": self.count, "/tokenize": self.tokenize, "/detokenize": self.detokenize}
-        return HttpMetrics(app, posts)
+        posts = {"/count": self.count, "/tokenize": self.tokenize, "/detokenize": self.detokenize,
+                 **self.vendors.posts()}
+        return HttpMetrics(app, posts, self.vendors.match)
 
     # -- routes ---------------------------------------------------------------------------
 
@@ -110,8 +110,8 @@ class WebApi:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.encode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
-            return await self._run(inline, request, self._tokenize, req)
-        return await self._json_call(request, work)
+            return await self.run(inline, request, self._tokenize, req)
+        return await self.json_call(request, work)
 
     def _tokenize(self, req: EncodeRequest, context: CallContext) -> dict[str, Any]:
         result = self.service.encode(req, context)
@@ -124,39 +124,40 @@ class WebApi:
             req = bodies.decode_request(body)
             inline = inline and self.service.ready(req.tokenizer)
             return bodies.decoded_json(
-                await self._run(inline, request, self.service.decode, req))
-        return await self._json_call(request, work)
+                await self.run(inline, request, self.service.decode, req))
+        return await self.json_call(request, work)
 
     async def count(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             req = bodies.count_request(body)
             inline = inline and self.service.ready(req.tokenizer, req.model)
-            return bodies.counted_json(await self._run(inline, request, self.service.count, req))
-        return await self._json_call(request, work)
+            return bodies.counted_json(await self.run(inline, request, self.service.count, req))
+        return await self.json_call(request, work)
 
     async def list_tokenizers(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             return bodies.tokenizers_json(await self._pooled(self.service.list_tokenizers))
-        return await self._json_call(request, work, body=False)
+        return await self.json_call(request, work, body=False)
 
     async def get_tokenizer(self, request: Request) -> Response | JsonAnswer:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             ref = _path_ref(request)
             return bodies.manifest_json(await self._pooled(self.service.get_tokenizer, ref))
-        return await self._json_call(request, work, body=False)
+        return await self.json_call(request, work, body=False)
 
     # -- the common path of a JSON call -----------------------------------------------------
 
-    async def _json_call(
+    async def json_call(
         self,
         request: Request,
         work: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]],
         *,
         body: bool = True,
+        shape: Shape = tokend_error,
     ) -> Response | JsonAnswer:
         """Refuse while draining, read and parse the body, run ``work`` (told whether the body
         is small enough to run inline); a TokendError becomes its HTTP status with a JSON error
-        naming the field."""
+        naming the field, in ``shape`` (tokend's own, or a vendor's: ``vendors.py``)."""
         rid = _request_id(request)
         try:
             if self.state.draining:
@@ -169,7 +170,7 @@ class WebApi:
             result = await work(parse_body(data), len(data) <= INLINE_BYTES)
             response: Response | JsonAnswer = JsonAnswer(result, rid)
         except TokendError as exc:
-            response = error_response(exc)
+            response = error_response(exc, shape)
             log_event("http_error", path=request.url.path[:200], status=response.status_code,
                       request_id=rid, error=bounded(str(exc)), field=field_of(exc))
             response.headers[REQUEST_ID_KEY] = rid
@@ -177,11 +178,7 @@ class WebApi:
             log_event("http_internal_error", level=logging.ERROR, path=request.url.path[:200],
                       request_id=rid, error=repr(exc),
                       traceback="".join(traceback.format_exception(exc)))
-            response = JSONResponse(
-                {"error": {"message": f"internal error (request id {rid})", "code": 500,
-                           "status": "INTERNAL", "type": "InternalError", "field": None}},
-                status_code=500,
-            )
+            response = JSONResponse(shape(internal(rid)), status_code=500)
             response.headers[REQUEST_ID_KEY] = rid
         return response
 
@@ -229,8 +226,8 @@ class WebApi:
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _run(self, inline: bool, request: Request,
-                   method: Callable[[R, CallContext], T], req: R) -> T:
+    async def run(self, inline: bool, request: Request,
+                  method: Callable[[R, CallContext], T], req: R) -> T:
         """``method(req, context)`` here (``inline``, see INLINE_BYTES) or on the handler pool,
         under the same --busy-calls rule as gRPC; a pooled call is cancelled (HTTP 499, its
         work stopped between items) when the client disconnects before it ends."""
@@ -249,19 +246,11 @@ class WebApi:
         return await asyncio.wrap_future(self.executor.submit(method, *args))
 
 
-def error_response(exc: TokendError) -> JSONResponse:
-    """The JSON error of a domain error: HTTP status, gRPC status name, class, field and a
-    message that starts with the field and quotes at most a bounded prefix of any value."""
-    field = field_of(exc)
-    message = public_message(str(exc) or type(exc).__name__)
-    if field is not None and not message.startswith(field):
-        message = f"{field}: {message}"
-    status = http_status_for(exc)
-    return JSONResponse(
-        {"error": {"message": bounded(message), "code": status, "status": code_for(exc).name,
-                   "type": type(exc).__name__, "field": field}},
-        status_code=status,
-    )
+def error_response(exc: TokendError, shape: Shape = tokend_error) -> JSONResponse:
+    """The JSON error of a domain error (``refusals.py``): its HTTP status, and in ``shape``
+    a message that starts with the field and quotes at most a bounded prefix of any value."""
+    facts = facts_of(exc)
+    return JSONResponse(shape(facts), status_code=facts.status)
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:

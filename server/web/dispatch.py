@@ -15,6 +15,7 @@ from starlette.types import Message as AsgiMessage
 
 from tokend.server import metrics
 from tokend.server.interceptors import REQUEST_ID_KEY
+from tokend.server.web.vendors import handler_label as vendor_label
 
 # The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
 HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
@@ -63,10 +64,11 @@ class HttpMetrics:
     """
 
     def __init__(self, app: ASGIApp,
-                 posts: Mapping[str, Route] | None = None
-                 ) -> None:
+                 posts: Mapping[str, Route] | None = None,
+                 match: Callable[[str], Route | None] | None = None) -> None:
         self.app = app
         self.posts = posts or {}
+        self.match = match  # the POST route of a path with a parameter (vendors.py), or None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -81,7 +83,11 @@ class HttpMetrics:
                 status = int(message["status"])
             await send(message)
 
-        route = self.posts.get(scope["path"]) if scope["method"] == "POST" else None
+        route = None
+        if scope["method"] == "POST":
+            route = self.posts.get(scope["path"])
+            if route is None and self.match is not None:
+                route = self.match(scope["path"])
         try:
             if route is not None:
                 response = await route(Request(scope, receive))
@@ -108,4 +114,4 @@ def handler_label(path: str) -> str:
         return "tokenizer"
     if path.startswith("/static/"):
         return "static"
-    return "other"
+    return vendor_label(path) or "other"
