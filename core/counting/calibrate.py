@@ -5,7 +5,9 @@ Each line of the usage file is one call as sent and billed::
     {"request": <the body sent to the vendor>, "input_tokens": <what the response billed>}
 
 The body is Anthropic's (``system``, ``messages``, ``tools``), Gemini's (``contents``,
-``systemInstruction``, ``tools``) or OpenAI's (``messages`` or ``instructions`` + ``input``).
+``systemInstruction``, ``tools``) or OpenAI's (``messages`` or ``instructions`` + ``input``),
+read as the vendor endpoints read it (``vendor_requests``: ``request_chat``), so the fit is of
+what a count of the same request sees.
 Every fifth call (the 5th, 10th, ...) is held out; the estimate's ``factor``, ``per_message``
 and ``fixed`` are fitted to the others by least squares on what the estimate rule sees
 (base-tokenizer tokens of all text, the number of messages; the tool-use prompt and image
@@ -26,6 +28,9 @@ from typing import Any
 
 from tokend.core.counting.catalogue import ModelInfo
 from tokend.core.counting.estimate import Calibration, Estimate, Features, features
+from tokend.core.counting.vendor_requests.anthropic import anthropic_request
+from tokend.core.counting.vendor_requests.gemini import gemini_request
+from tokend.core.counting.vendor_requests.responses import responses_request
 from tokend.core.errors import InvalidInput
 
 MIN_CALLS = 10
@@ -72,27 +77,24 @@ def read_usage(path: Path) -> list[tuple[dict[str, Any], int]]:
 
 
 def request_chat(body: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None, Any]:
-    """(messages, tools, tool_choice) of a vendor request body."""
-    tools = body.get("tools") or None
-    if "contents" in body:  # Gemini
-        system = body.get("systemInstruction") or body.get("system_instruction")
-        messages = [{"role": "system", "content": system.get("parts", [])}] if isinstance(
-            system, Mapping) else []
-        for content in body.get("contents") or []:
-            if isinstance(content, Mapping):
-                messages.append({"role": content.get("role", "user"),
-                                 "content": list(content.get("parts") or [])})
-        return messages, tools, body.get("toolConfig")
-    messages = []
-    if body.get("system"):  # Anthropic
-        messages.append({"role": "system", "content": body["system"]})
-    if body.get("instructions"):  # OpenAI Responses
-        messages.append({"role": "system", "content": body["instructions"]})
-    given = body.get("messages", body.get("input", []))
-    if isinstance(given, str):
-        given = [{"role": "user", "content": given}]
-    messages += list(given or [])
-    return messages, tools, body.get("tool_choice")
+    """(messages, tools, tool_choice) of a vendor request body, read as tokend's vendor
+    endpoints read it (``vendor_requests``), so a calibration fits what those counts see:
+    Gemini's (``contents``), OpenAI Responses' (``input`` / ``instructions``), Anthropic's
+    (``messages``); ``messages`` that Anthropic's shape refuses (a ``system`` or ``tool``
+    role) are read as OpenAI Chat Completions messages, as they are."""
+    named = {**body, "model": str(body.get("model") or "")}
+    if "contents" in body or "generateContentRequest" in body:
+        chat = gemini_request(named["model"], body)
+    elif "input" in body or "instructions" in body:
+        chat = responses_request(named)
+    else:
+        try:
+            chat = anthropic_request(named)
+        except InvalidInput:
+            given = body.get("messages")
+            return (list(given) if isinstance(given, list) else [], body.get("tools") or None,
+                    body.get("tool_choice"))
+    return chat.messages, chat.tools or None, chat.tool_choice or None
 
 
 def calibrate(info: ModelInfo, usage: Iterable[tuple[dict[str, Any], int]],
@@ -103,8 +105,8 @@ def calibrate(info: ModelInfo, usage: Iterable[tuple[dict[str, Any], int]],
                            "counted by an estimate (Claude, Gemini) are calibrated")
     calls: list[Call] = []
     for i, (body, billed) in enumerate(usage):
-        messages, tools, choice = request_chat(body)
         try:
+            messages, tools, choice = request_chat(body)
             calls.append((features(messages, tools, tool_choice=choice,
                                    estimate=info.estimate, count=count), billed))
         except InvalidInput as exc:

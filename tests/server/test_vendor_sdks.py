@@ -23,6 +23,9 @@ from google.genai import types as genai_types
 from http_api import HttpServed, call
 from PIL import Image
 
+from tokend.core.counting import count_chat
+from tokend.core.counting.calibrate import request_chat
+
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS_JSON = json.dumps([{"type": "function", "function": {
     "name": "get_weather", "description": "Weather in a city", "parameters": SCHEMA}}])
@@ -119,6 +122,26 @@ class TestAnthropic:
         facts = got.model_extra["tokend"]  # type: ignore[index]
         assert facts["images_tokens"] == want["images_count"] > 0
         assert facts["tools_tokens"] == want["tools_count"] > 0
+
+    def test_calibration_reads_bodies_as_the_endpoint_does(self,
+                                                          http_server: HttpServed) -> None:
+        """``tokend calibrate`` fits what this endpoint counts: a usage line's body read by
+        ``request_chat`` counts in process to the endpoint's answer."""
+        body = {"model": "claude-sonnet-4-5", "system": SYSTEM, "tool_choice": {"type": "auto"},
+                "tools": [{"name": "get_weather", "description": "Weather in a city",
+                           "input_schema": SCHEMA}],
+                "messages": [{"role": "user", "content": QUESTION},
+                             {"role": "assistant", "content": [
+                                 {"type": "text", "text": ANSWER},
+                                 {"type": "tool_use", "id": "t", "name": "get_weather",
+                                  "input": {"city": "Rome"}}]},
+                             {"role": "user", "content": [
+                                 {"type": "tool_result", "tool_use_id": "t", "content": "rain"},
+                                 {"type": "text", "text": FOLLOW_UP}]}]}
+        answer = call(http_server.base, "POST", "/v1/messages/count_tokens", body)
+        messages, tools, choice = request_chat(body)
+        local = count_chat(messages, model="claude-sonnet-4-5", tools=tools, tool_choice=choice)
+        assert answer.status == 200 and answer.body["input_tokens"] == local.total
 
     def test_bad_input_raises_the_sdks_errors(self, claude: anthropic.Anthropic) -> None:
         with pytest.raises(anthropic.BadRequestError) as caught:
