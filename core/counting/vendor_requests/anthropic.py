@@ -128,7 +128,7 @@ def _blocks(request: ChatRequest, block: Mapping[str, Any], kind: str, at: str
 def _image(request: ChatRequest, block: Mapping[str, Any], at: str) -> dict[str, Any]:
     source = obj(block.get("source"), f"{at}.source")
     kind = one_of(source.get("type"), ("base64", "url", "file"), f"{at}.source.type")
-    size = given_size(block) or given_size(source)
+    size = given_size(block, at) or given_size(source, f"{at}.source")
     if size is None and kind == "base64":
         size = image_size(text(source.get("data"), f"{at}.source.data"))
     return image_part(size, "auto", request.notes)

@@ -123,7 +123,7 @@ def _parts(request: ChatRequest, item: Mapping[str, Any], at: str, *,
         elif field(part, "fileData") is not None:
             data = obj(field(part, "fileData"), f"{where}.fileData")
             _media_type(data, f"{where}.fileData")
-            parts.append(image_part(given_size(data), "auto", request.notes))
+            parts.append(image_part(given_size(data, f"{where}.fileData"), "auto", request.notes))
         elif field(part, "functionCall") is not None:
             call = obj(field(part, "functionCall"), f"{where}.functionCall")
             name = text(call.get("name"), f"{where}.functionCall.name")
@@ -160,7 +160,7 @@ def _inline(request: ChatRequest, data: Mapping[str, Any], at: str) -> list[dict
         request.note(PDF_NOTE)
         return [image_part(PAGE_SIZE, "auto", request.notes)
                 for _ in range(pdf_pages(payload))]
-    return [image_part(given_size(data) or image_size(payload), "auto", request.notes)]
+    return [image_part(given_size(data, at) or image_size(payload), "auto", request.notes)]
 
 
 def _tools(request: ChatRequest, tool: Mapping[str, Any], at: str) -> list[dict[str, Any]]:

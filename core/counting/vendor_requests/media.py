@@ -21,6 +21,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from tokend.core.counting.vendor_requests.shapes import invalid
+from tokend.core.errors import shown
+
 # What an image whose size tokend cannot know is counted as (docs/http.md).
 DEFAULT_SIZE = (1024, 1024)
 # Base64 characters decoded to find a size: 64 KiB of image, past a JPEG's EXIF block.
@@ -28,6 +31,8 @@ HEADER_CHARS = 4 * 16 * 1024
 DEFAULT_NOTE = (f"an image's size could not be read from the request (a URL or file tokend "
                 f"does not fetch, or no PNG/GIF/JPEG/WebP header): counted as "
                 f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}")
+# The largest width or height given on a block (the proto's int32, as POST /count takes).
+MAX_SIDE = 2**31 - 1
 _URLSAFE = str.maketrans("-_", "+/")
 # A PDF page object (``/Type /Page``, not ``/Pages``).
 _PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
@@ -112,14 +117,17 @@ def pdf_pages(data: str) -> int:
     return max(1, len(_PAGE.findall(_decoded(data, None))))
 
 
-def given_size(block: Mapping[str, Any]) -> tuple[int, int] | None:
-    """``width`` and ``height`` given on a block (tokend's extension), when both are
-    positive integers."""
+def given_size(block: Mapping[str, Any], where: str) -> tuple[int, int] | None:
+    """``width`` and ``height`` given on a block (tokend's extension), or None when either is
+    missing; refused (naming the field) unless both are integers from 1 to MAX_SIDE."""
     width, height = block.get("width"), block.get("height")
-    if isinstance(width, int) and isinstance(height, int) and not isinstance(width, bool) \
-            and not isinstance(height, bool) and width > 0 and height > 0:
-        return width, height
-    return None
+    if width is None or height is None:
+        return None
+    for key, value in (("width", width), ("height", height)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_SIDE:
+            raise invalid(f"{where}.{key}", f"must be an integer from 1 to {MAX_SIDE} "
+                          f"(pixels), not {shown(value, 40)}")
+    return width, height
 
 
 def image_part(size: tuple[int, int] | None, detail: str, notes: list[str]) -> dict[str, Any]:

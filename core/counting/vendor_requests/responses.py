@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokend.core.counting.vendor_requests import ChatRequest, content
-from tokend.core.counting.vendor_requests.media import image_part, image_size, pdf_pages
+from tokend.core.counting.vendor_requests.media import (
+    given_size,
+    image_part,
+    image_size,
+    pdf_pages,
+)
 from tokend.core.counting.vendor_requests.shapes import (
     array,
     compact_json,
@@ -123,7 +128,7 @@ def _part(request: ChatRequest, part: Mapping[str, Any], at: str) -> list[dict[s
     if kind == "input_image":
         detail = one_of(part.get("detail") or "auto", DETAILS, f"{at}.detail")
         url = optional_text(part, "image_url", f"{at}.image_url")
-        size = image_size(url) if url.startswith("data:") else None
+        size = given_size(part, at) or (image_size(url) if url.startswith("data:") else None)
         return [image_part(size, detail, request.notes)]
     if kind == "input_file":
         data = optional_text(part, "file_data", f"{at}.file_data")

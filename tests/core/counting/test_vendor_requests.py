@@ -11,6 +11,8 @@ import io
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from tokend.core.counting import count_chat
@@ -306,3 +308,47 @@ def test_translations_count_like_their_chat_messages() -> None:
                                   "contents": [{"parts": [{"text": chat[1]["content"]}]}]})
     for request in (a, o, g):
         assert isinstance(request, ChatRequest) and request.messages == chat
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=8) | st.sampled_from(["user", "assistant", "model", "text", "image",
+                                             "tool_use", "tool_result", "document", "base64",
+                                             "function_call", "input_image", "message"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["model", "messages", "role", "content", "type", "text", "source",
+                         "data", "input", "contents", "parts", "tools", "name", "width",
+                         "height", "inlineData", "mimeType", "tool_choice", "system",
+                         "input_schema", "functionCall", "args", "output", "call_id"]),
+        inner, max_size=5),
+    max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.dictionaries(st.sampled_from(["model", "messages", "system", "tools",
+                                             "tool_choice", "input", "instructions",
+                                             "contents", "systemInstruction"]),
+                            JSON, max_size=5))
+def test_any_json_body_is_translated_or_refused_by_field(body: dict[str, Any]) -> None:
+    """Whatever JSON a client sends, a translation answers or raises InvalidInput naming a
+    field, with a bounded message; never another exception (a 500)."""
+    for translate in (anthropic_request, responses_request,
+                      lambda b: gemini_request("gemini-2.5-flash", b)):
+        try:
+            request = translate(body)
+        except InvalidInput as exc:
+            assert isinstance(getattr(exc, "field", None), str)
+            assert len(str(exc)) < 600
+        else:
+            assert len(request.messages) == len(request.origins)
+
+
+def test_given_sizes_are_bounded() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "image", "width": 2**40, "height": 10, "source": {"type": "url"}}]}]}
+    with pytest.raises(InvalidInput) as caught:
+        anthropic_request(body)
+    assert caught.value.field == "messages[0].content[0].width"  # type: ignore[attr-defined]
+    body["messages"][0]["content"][0].update(width=640, height=480)  # type: ignore[index]
+    part = anthropic_request(body).messages[0]["content"][0]
+    assert (part["width"], part["height"]) == (640, 480)
