@@ -161,7 +161,8 @@ def _message(m: Mapping[str, Any]) -> ChatMessage:
 
 
 def facts(counted: Counted, chat: ChatRequest) -> dict[str, Any]:
-    """tokend's facts about a count: exact or why not, the model, tokenizer, rule, window."""
+    """tokend's facts about a count: exact or why not, the model, tokenizer, rule, window,
+    and its breakdown (system, messages, tools, images, framing)."""
     reasons = [r for r in (counted.estimate_reason, *chat.notes) if r]
     return {
         "exact": counted.exact and not chat.notes,
@@ -173,6 +174,7 @@ def facts(counted: Counted, chat: ChatRequest) -> dict[str, Any]:
         "max_output_tokens": counted.max_output_tokens,
         "tools_tokens": counted.tools_count,
         "images_tokens": counted.images_count,
+        "breakdown": counted.breakdown.as_dict(),  # the parts, summing to the count
     }
 
 

@@ -10,6 +10,8 @@ import pytest
 from http_api import HttpServed, call
 from vendor_bad_inputs import VENDOR_CASES, VendorCase
 
+from tokend.server.web.dispatch import handler_label
+
 MAX_MESSAGE = 1200  # as tests/server/test_bad_inputs.py: quoted values are cut short
 ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error",
                    413: "request_too_large"}
@@ -63,3 +65,12 @@ def test_the_server_still_counts_after_the_refusals(http_server: HttpServed) -> 
     still = call(http_server.base, "POST", "/v1/messages/count_tokens",
                  {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "ok"}]})
     assert still.status == 200 and still.body["input_tokens"] > 0
+
+
+def test_the_vendor_paths_have_fixed_metric_labels() -> None:
+    """The metrics' ``handler`` label of a vendor path is one of three, whatever the model."""
+    assert handler_label("/v1/messages/count_tokens") == "anthropic_count_tokens"
+    assert handler_label("/v1/responses/input_tokens") == "openai_input_tokens"
+    assert {handler_label(f"/{v}/models/{m}:countTokens") for v in ("v1", "v1beta")
+            for m in ("gemini-2.5-flash", "x" * 300)} == {"gemini_count_tokens"}
+    assert handler_label("/v1/models/gemini:embedContent") == "other"

@@ -122,6 +122,8 @@ class TestAnthropic:
         facts = got.model_extra["tokend"]  # type: ignore[index]
         assert facts["images_tokens"] == want["images_count"] > 0
         assert facts["tools_tokens"] == want["tools_count"] > 0
+        assert facts["breakdown"] == want["breakdown"]
+        assert sum(facts["breakdown"].values()) == got.input_tokens
 
     def test_calibration_reads_bodies_as_the_endpoint_does(self,
                                                           http_server: HttpServed) -> None:
@@ -174,6 +176,8 @@ class TestOpenAI:
         facts = got.model_extra["tokend"]  # type: ignore[index]
         assert facts["exact"] is True and want["exact"] is True
         assert facts["estimate_reason"] == "" and facts["tokenizer"] == "o200k_base"
+        assert facts["breakdown"] == want["breakdown"]
+        assert facts["breakdown"]["system"] > 0 and facts["breakdown"]["framing"] > 0
 
     def test_function_calls_tools_and_images(self, oai: openai.OpenAI,
                                              http_server: HttpServed) -> None:
