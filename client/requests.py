@@ -34,7 +34,9 @@ from tokend.client.chat import MessageLike, as_message, chat_message
 from tokend.client.results import (
     CountResult,
     DecodeResult,
+    DiffResult,
     EncodeResult,
+    LintResult,
     ReportResult,
     TextChunk,
     TokenizerManifest,
@@ -272,6 +274,30 @@ def report(tokenizers: str | Sequence[str], texts: Sequence[str] | None, *,
     request = pb.ReportRequest(tokenizers=names, texts=list(texts or ()),
                                include_languages=languages)
     return Unary("Report", request, responses.report_result)
+
+
+LintDepth: TypeAlias = Literal["full", "import"]
+
+
+def lint(tokenizer: str, *, depth: LintDepth, list_partial: bool,
+         max_findings: int) -> Unary[LintResult]:
+    if depth not in ("full", "import"):
+        raise InvalidInput(f"depth must be 'full' or 'import', not {depth!r}")
+    if max_findings < 0:
+        raise InvalidInput(f"max_findings must be >= 0 (0: the server's default), got "
+                           f"{max_findings}")
+    request = pb.LintRequest(
+        tokenizer=tokenizer,
+        depth=pb.LINT_DEPTH_IMPORT if depth == "import" else pb.LINT_DEPTH_FULL,
+        list_partial_utf8=list_partial, max_findings=max_findings,
+    )
+    return Unary("Lint", request, responses.lint_result)
+
+
+def diff(a: str, b: str, *, top: int) -> Unary[DiffResult]:
+    if top < 0:
+        raise InvalidInput(f"top must be >= 0 (0: the server's default of 10), got {top}")
+    return Unary("Diff", pb.DiffRequest(a=a, b=b, top=top), responses.diff_result)
 
 
 # -- Registry -----------------------------------------------------------------------------------

@@ -6,12 +6,23 @@ message is read, so both clients return equal results for equal responses.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from tokend.client.results import (
     CountBreakdown,
     CountResult,
     DecodeResult,
+    DiffChange,
+    DiffLanguage,
+    DiffMove,
+    DiffResult,
+    DiffText,
+    DiffToken,
     EncodeResult,
     JobState,
+    LintFinding,
+    LintResult,
     ReportLanguage,
     ReportResult,
     ReportTokenizer,
@@ -126,6 +137,53 @@ def report_result(response: pb.ReportResponse) -> ReportResult:
             for row in response.languages
         ],
     )
+
+
+_DEPTHS = {pb.LINT_DEPTH_IMPORT: "import", pb.LINT_DEPTH_FULL: "full"}
+
+
+def lint_result(response: pb.LintResponse) -> LintResult:
+    return LintResult(
+        tokenizer=response.tokenizer, n_vocab=response.n_vocab,
+        depth=_DEPTHS.get(response.depth, "full"),
+        findings=[
+            LintFinding(
+                kind=f.kind, severity=f.severity, id=f.id if f.HasField("id") else None,
+                token=f.token if f.HasField("token") else None, message=f.message,
+                extra=_json_object(f.extra_json),
+            )
+            for f in response.findings
+        ],
+        summary=dict(response.summary), checks=dict(response.checks),
+        summaries=_json_object(response.summaries_json), truncated=response.truncated,
+        seconds=response.seconds,
+    )
+
+
+def diff_result(response: pb.DiffResponse) -> DiffResult:
+    def tokens(rows: Any) -> list[DiffToken]:
+        return [DiffToken(t.id, t.token) for t in rows]
+
+    return DiffResult(
+        a=response.a, b=response.b, a_n_vocab=response.a_n_vocab,
+        b_n_vocab=response.b_n_vocab, summary=dict(response.summary),
+        errors=list(response.errors), added=tokens(response.added),
+        removed=tokens(response.removed),
+        changed=[DiffChange(c.id, c.a.token, c.b.token) for c in response.changed],
+        moved=[DiffMove(m.a_id, m.b_id, m.token) for m in response.moved],
+        specials_added=list(response.specials_added),
+        specials_removed=list(response.specials_removed),
+        specials_moved=list(response.specials_moved),
+        languages=[DiffLanguage(r.language, r.name, r.a_tokens, r.b_tokens, r.ratio)
+                   for r in response.languages],
+        texts=[DiffText(t.text, t.a_tokens, t.b_tokens, t.ratio) for t in response.texts],
+    )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A JSON object field of a response ("" or anything but an object: empty)."""
+    value = json.loads(text) if text else {}
+    return value if isinstance(value, dict) else {}
 
 
 # -- Registry -----------------------------------------------------------------------------------

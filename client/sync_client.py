@@ -20,11 +20,20 @@ from tokend.client.base import ClientBase
 from tokend.client.channel import ChannelSettings
 from tokend.client.chat import MessageLike
 from tokend.client.errors import error_from_rpc, job_outcome
-from tokend.client.requests import AllowedSpecial, CountInput, DisallowedSpecial, Stream, Unary
+from tokend.client.requests import (
+    AllowedSpecial,
+    CountInput,
+    DisallowedSpecial,
+    LintDepth,
+    Stream,
+    Unary,
+)
 from tokend.client.results import (
     CountResult,
     DecodeResult,
+    DiffResult,
     EncodeResult,
+    LintResult,
     ReportResult,
     TextChunk,
     TokenizerManifest,
@@ -257,6 +266,31 @@ class Client(ClientBase):
         languages): bytes, characters and words per token, vocabulary used; with
         ``languages`` also each language's token cost relative to English."""
         return self._unary(requests.report(tokenizers, texts, languages=languages), timeout)
+
+    def lint(
+        self,
+        tokenizer: str,
+        *,
+        depth: LintDepth = "full",
+        list_partial: bool = False,
+        max_findings: int = 0,
+        timeout: float | None = None,
+    ) -> LintResult:
+        """Lint a served tokenizer (the server's ``tokend registry lint``): ``depth`` "full"
+        (everything) or "import" (what every publish runs); ``list_partial`` lists every
+        partial-UTF-8 token; ``max_findings`` findings listed (0: the server's 1000; the
+        counts in ``summary`` cover all). Raises ResourceExhausted past the server's limits."""
+        call = requests.lint(tokenizer, depth=depth, list_partial=list_partial,
+                             max_findings=max_findings)
+        return self._unary(call, timeout)
+
+    def diff(
+        self, a: str, b: str, *, top: int = 0, timeout: float | None = None
+    ) -> DiffResult:
+        """What changed from tokenizer ``a`` to ``b`` (e.g. ``"mytok@1"``, ``"mytok@2"``):
+        tokens added and removed, ids whose bytes changed, token counts per language b / a,
+        and the ``top`` texts whose counts changed most (0: 10)."""
+        return self._unary(requests.diff(a, b, top=top), timeout)
 
     # -- registry ----------------------------------------------------------------------------
 

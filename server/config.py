@@ -105,6 +105,12 @@ class ServerConfig:
     max_stream_bytes: int = 1 << 30  # total text of one EncodeStream
     max_corpus_bytes: int = 256 * MiB  # one Train corpus (streamed or a --train-dir file)
     max_report_tokenizers: int = 8  # tokenizers compared by one Report call
+    # Lint / Diff (server/app/linting.py): the largest vocabulary linted or diffed (each side;
+    # one encode per token), the most findings one Lint lists, and the calls running at once
+    # per worker (each holds a handler thread for up to seconds of CPU: docs/lint.md).
+    max_lint_vocab: int = 1 << 18
+    max_lint_findings: int = 10_000
+    max_lint_calls: int = 1
     # A client stream (EncodeStream, a Train upload) silent this long is ended, and at most
     # max_streams are open per worker (0: half of --threads), so idle clients can never hold
     # every handler thread.
@@ -150,6 +156,9 @@ class ServerConfig:
             "max_stream_bytes",
             "max_corpus_bytes",
             "max_report_tokenizers",
+            "max_lint_vocab",
+            "max_lint_findings",
+            "max_lint_calls",
             "http_max_connections",
             "cache_entries",
             "max_train_jobs",
@@ -258,6 +267,12 @@ _SETTINGS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
     ("max_corpus_bytes", "TOKEND_MAX_CORPUS_BYTES", int, "largest training corpus"),
     ("max_report_tokenizers", "TOKEND_MAX_REPORT_TOKENIZERS", int,
      "most tokenizers one Report call compares"),
+    ("max_lint_vocab", "TOKEND_MAX_LINT_VOCAB", int,
+     "largest vocabulary a Lint or Diff call takes (each tokenizer; one encode per token)"),
+    ("max_lint_findings", "TOKEND_MAX_LINT_FINDINGS", int,
+     "most findings one Lint call may ask to list (the counts cover all)"),
+    ("max_lint_calls", "TOKEND_MAX_LINT_CALLS", int,
+     "Lint / Diff calls running at once per worker; one more is refused at once"),
     ("cache_entries", "TOKEND_CACHE_ENTRIES", int, "cache budget per encoding (chunks)"),
     ("stream_idle_seconds", "TOKEND_STREAM_IDLE_SECONDS", float,
      "end an EncodeStream or Train upload whose client sent nothing for this long"),

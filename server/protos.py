@@ -4,6 +4,7 @@ results -> proto responses. No rules live here; every check is the app layer's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from tokend.core.counting import Chunk
@@ -25,6 +26,7 @@ from tokend.server.app.encoding import (
     StreamIds,
     StreamStart,
 )
+from tokend.server.app.linting import Diffed, DiffRequest, DiffToken, Linted, LintRequest
 from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
 from tokend.server.app.reporting import Reported, ReportRequest
 from tokend.server.app.specials import NO_POLICY, SpecialPolicy
@@ -39,6 +41,9 @@ _STATES = {
     FAILED: pb.TRAIN_JOB_STATE_FAILED,
     CANCELLED: pb.TRAIN_JOB_STATE_CANCELLED,
 }
+_DEPTHS = {pb.LINT_DEPTH_UNSPECIFIED: "", pb.LINT_DEPTH_IMPORT: "import",
+           pb.LINT_DEPTH_FULL: "full"}
+_DEPTH_ENUMS = {"import": pb.LINT_DEPTH_IMPORT, "full": pb.LINT_DEPTH_FULL}
 
 # -- requests ---------------------------------------------------------------------------------
 
@@ -110,6 +115,17 @@ def chunk_request(request: pb.ChunkRequest) -> ChunkRequest:
 
 def report_request(request: pb.ReportRequest) -> ReportRequest:
     return ReportRequest(request.tokenizers, request.texts, request.include_languages)
+
+
+def lint_request(request: pb.LintRequest) -> LintRequest:
+    # An enum value this server does not know reaches the app as its number (and is refused).
+    depth = _DEPTHS.get(request.depth, str(request.depth))
+    return LintRequest(request.tokenizer, depth, request.list_partial_utf8,
+                       request.max_findings)
+
+
+def diff_request(request: pb.DiffRequest) -> DiffRequest:
+    return DiffRequest(request.a, request.b, request.top)
 
 
 def train_messages(requests: Iterator[pb.TrainRequest]) -> Iterator[TrainMessage]:
@@ -227,6 +243,51 @@ def report_response(result: Reported) -> pb.ReportResponse:
             tokens=row.tokens, relative=row.relative, bytes_per_token=row.bytes_per_token,
         )
     return response
+
+
+def lint_response(result: Linted) -> pb.LintResponse:
+    report = result.report
+    response = pb.LintResponse(
+        tokenizer=result.tokenizer, n_vocab=report.n_vocab, depth=_DEPTH_ENUMS[result.depth],
+        summary=report.summary(), checks=report.checks,
+        summaries_json=json.dumps(report.summaries, ensure_ascii=False, sort_keys=True),
+        truncated=result.truncated, seconds=report.seconds,
+    )
+    for f in report.findings:
+        out = response.findings.add(
+            kind=f.kind, severity=f.severity, message=f.message,
+            extra_json=json.dumps(f.extra, ensure_ascii=False, sort_keys=True),
+        )
+        if f.id is not None:
+            out.id = f.id
+        if f.token is not None:
+            out.token = f.token
+            out.token_text = f.token.decode("utf-8", "replace")
+    return response
+
+
+def diff_response(result: Diffed) -> pb.DiffResponse:
+    return pb.DiffResponse(
+        a=result.a, b=result.b, a_n_vocab=result.a_n_vocab, b_n_vocab=result.b_n_vocab,
+        summary=result.summary, errors=result.errors,
+        added=[_diff_token(t) for t in result.added],
+        removed=[_diff_token(t) for t in result.removed],
+        changed=[pb.DiffChangedId(id=c.id, a=_diff_token(DiffToken(c.id, c.a)),
+                                  b=_diff_token(DiffToken(c.id, c.b))) for c in result.changed],
+        moved=[pb.DiffMovedToken(a_id=m.a_id, b_id=m.b_id, token=m.token,
+                                 text=m.token.decode("utf-8", "replace")) for m in result.moved],
+        specials_added=result.specials_added, specials_removed=result.specials_removed,
+        specials_moved=result.specials_moved,
+        languages=[pb.DiffLanguage(language=r.language, name=r.name, a_tokens=r.a_tokens,
+                                   b_tokens=r.b_tokens, ratio=r.ratio) for r in result.languages],
+        texts=[pb.DiffText(text=t.text, a_tokens=t.a_tokens, b_tokens=t.b_tokens, ratio=t.ratio)
+               for t in result.texts],
+    )
+
+
+def _diff_token(token: DiffToken) -> pb.DiffToken:
+    return pb.DiffToken(id=token.id, token=token.token,
+                        text=token.token.decode("utf-8", "replace"))
 
 
 def job_to_proto(job: Job) -> pb.TrainJob:

@@ -100,6 +100,14 @@ class TokenizerService(pb_grpc.TokenizerServiceServicer):
         result = self.app.report(protos.report_request(request), GrpcCall(context))
         return protos.report_response(result)
 
+    def Lint(self, request: pb.LintRequest, context: grpc.ServicerContext) -> pb.LintResponse:
+        result = self.app.lint(protos.lint_request(request), GrpcCall(context))
+        return protos.lint_response(result)
+
+    def Diff(self, request: pb.DiffRequest, context: grpc.ServicerContext) -> pb.DiffResponse:
+        result = self.app.diff(protos.diff_request(request), GrpcCall(context))
+        return protos.diff_response(result)
+
     # -- training jobs ------------------------------------------------------------------------
 
     def Train(

@@ -72,26 +72,31 @@ def idle_bounded(messages: Iterator[T], idle_seconds: float, *, what: str,
 class StreamSlots:
     """At most ``limit`` client streams (EncodeStream) open in this worker, so
     streams can never hold every handler thread: one more is refused at once, naming the flag.
+    Also bounds other long calls (Lint and Diff: ``--max-lint-calls``, no gauge).
     """
 
-    def __init__(self, limit: int, flag: str = "--max-streams") -> None:
+    def __init__(self, limit: int, flag: str = "--max-streams",
+                 what: str = "client streams open in this worker", *, gauge: bool = True) -> None:
         self.limit = limit
         self.flag = flag
+        self.what = what
+        self.gauge = gauge  # count the holders in tokend_streams_open{method}
         self._open = 0
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def hold(self, method: str) -> Iterator[None]:
         with self._lock:
-            limits.check("client streams open in this worker", self._open + 1, self.limit,
-                         self.flag)
+            limits.check(self.what, self._open + 1, self.limit, self.flag)
             self._open += 1
-        gauge = metrics.child(metrics.STREAMS_OPEN, method)
-        gauge.inc()
+        gauge = metrics.child(metrics.STREAMS_OPEN, method) if self.gauge else None
+        if gauge is not None:
+            gauge.inc()
         try:
             yield
         finally:
-            gauge.dec()
+            if gauge is not None:
+                gauge.dec()
             with self._lock:
                 self._open -= 1
 

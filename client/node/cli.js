@@ -13,6 +13,8 @@
 //                        train?: {name, vocab_size, model?, wordpiece_score?, special_tokens?,
 //                                 corpus},
 //                        report?: {tokenizers: [string], texts?: [string], languages?},
+//                        lint?: {tokenizer, depth?, list_partial?, max_findings?},
+//                        diff?: {a, b, top?},
 //                        repeat?: N (then N more CountTokens calls of the texts),
 //                        repeat_interval_ms?: pause before each repeated call }.
 // With train, the job runs first (needs --token when the server sets one) and is awaited;
@@ -21,6 +23,7 @@
 //                          decoded: [string], count?: CountTokensResponse,
 //                          truncate?: TruncateResponse, chunks?: [TextChunk],
 //                          train?: TrainJob, report?: ReportResponse,
+//                          lint?: LintResponse, diff?: DiffResponse,
 //                          repeated?: [total of each repeated call] }.
 // On an RPC error: exit status 1 and { error: { code, details } } on stdout.
 
@@ -113,6 +116,15 @@ async function main() {
     if (input.report) {
       const r = input.report;
       output.report = await client.report(r.tokenizers, { texts: r.texts, languages: r.languages });
+    }
+    if (input.lint) {
+      const l = input.lint;
+      output.lint = await client.lint(l.tokenizer, {
+        depth: l.depth, listPartial: l.list_partial, maxFindings: l.max_findings,
+      });
+    }
+    if (input.diff) {
+      output.diff = await client.diff(input.diff.a, input.diff.b, { top: input.diff.top });
     }
     if (input.repeat) {
       output.repeated = [];

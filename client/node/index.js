@@ -156,6 +156,32 @@ class TokendClient {
     });
   }
 
+  // Lint a served tokenizer (docs/lint.md). options: { depth: 'full' (default) | 'import',
+  // listPartial: true (list every partial-UTF-8 token), maxFindings: N (0: the server's 1000) }.
+  // Returns { tokenizer, n_vocab, depth, findings: [{ kind, severity, id?, token? (Buffer),
+  // token_text, message, extra_json }], summary: { kind: count }, checks, summaries_json,
+  // truncated, seconds }.
+  lint(tokenizer, options = {}) {
+    const depths = { full: 'LINT_DEPTH_FULL', import: 'LINT_DEPTH_IMPORT' };
+    const depth = depths[options.depth || 'full'];
+    if (depth === undefined) {
+      return Promise.reject(new Error(`depth must be full or import, not ${options.depth}`));
+    }
+    return this._call('Lint', {
+      tokenizer, depth, list_partial_utf8: Boolean(options.listPartial),
+      max_findings: options.maxFindings || 0,
+    });
+  }
+
+  // What changed from tokenizer a to b (e.g. 'mytok@1', 'mytok@2'). options: { top: N (texts
+  // whose counts changed most; 0: 10) }. Returns { a, b, a_n_vocab, b_n_vocab, summary,
+  // errors, added: [{ id, token, text }], removed, changed, moved, specials_added,
+  // specials_removed, specials_moved, languages: [{ language, name, a_tokens, b_tokens,
+  // ratio }], texts: [{ text, a_tokens, b_tokens, ratio }] }.
+  diff(a, b, options = {}) {
+    return this._call('Diff', { a, b, top: options.top || 0 });
+  }
+
   // Returns { tokenizer, text, data (Buffer), results }.
   decode(tokenizer, ids) {
     return this._call('Decode', { tokenizer, ids });

@@ -5,7 +5,7 @@ round trips. Each adds its findings to a ``LintReport`` and marks itself as run.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from tokend.core.errors import TokendError
 from tokend.core.lint.model import Finding, LintReport
@@ -37,11 +37,16 @@ def check_partial_utf8(vocab: Vocabulary, report: LintReport, *, listed: bool) -
     return partial
 
 
-def check_unreachable(tokenizer: Tokenizer, vocab: Vocabulary, report: LintReport) -> set[int]:
+CHECK_EVERY = 2048  # tokens encoded between two calls of a lint's ``check``
+
+
+def check_unreachable(tokenizer: Tokenizer, vocab: Vocabulary, report: LintReport,
+                      check: Callable[[], None] | None = None) -> set[int]:
     """Ordinary tokens whose own text does not encode back to that one id; their ids.
 
     Only for vocabularies whose tokens stand alone (byte-level BPE): a WordPiece ``##ing`` or a
-    SentencePiece piece without ``▁`` means something only inside a word.
+    SentencePiece piece without ``▁`` means something only inside a word. ``check`` is called
+    every ``CHECK_EVERY`` tokens (it raises to stop: a server's deadline).
     """
     if not vocab.standalone:
         report.checks["unreachable"] = (
@@ -50,7 +55,9 @@ def check_unreachable(tokenizer: Tokenizer, vocab: Vocabulary, report: LintRepor
         return set()
     unreachable: set[int] = set()
     encode = tokenizer.encode_ordinary
-    for token_id, text in vocab.texts.items():
+    for n, (token_id, text) in enumerate(vocab.texts.items()):
+        if check is not None and n % CHECK_EVERY == 0:
+            check()
         ids = encode(text)
         if ids != [token_id]:
             unreachable.add(token_id)

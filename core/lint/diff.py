@@ -9,7 +9,7 @@ bundled parallel corpus and the texts whose counts changed most.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tokend.core.lint.corpora import bundled_texts
@@ -84,10 +84,17 @@ def _texts(a: Tokenizer, b: Tokenizer, top: int) -> list[dict[str, Any]]:
 
 def diff_tokenizers(
     a: Tokenizer, b: Tokenizer, *, name_a: str | None = None, name_b: str | None = None,
-    top: int = 10,
+    top: int = 10, check: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """The differences from ``a`` to ``b`` as a JSON-ready dict (shape: ``docs/lint.md``)."""
-    va, vb = vocabulary(a), vocabulary(b)
+    """The differences from ``a`` to ``b`` as a JSON-ready dict (shape: ``docs/lint.md``).
+
+    ``check`` is called between the steps; it raises to stop (a server's deadline)."""
+    alive = check or _no_check
+    alive()
+    va = vocabulary(a)
+    alive()
+    vb = vocabulary(b)
+    alive()
     bytes_a, bytes_b = _by_bytes(va), _by_bytes(vb)
     added = sorted((i, t) for t, i in bytes_b.items() if t not in bytes_a)
     removed = sorted((i, t) for t, i in bytes_a.items() if t not in bytes_b)
@@ -104,6 +111,11 @@ def diff_tokenizers(
         "changed_id": sorted(s for s in set(va.specials) & set(vb.specials)
                              if va.specials[s] != vb.specials[s]),
     }
+    reordered = _reordered(a, va, b, vb)
+    alive()
+    languages = _languages(a, b)
+    alive()
+    texts = _texts(a, b, top)
     errors = [f"id {i}: bytes changed from {ta!r} to {tb!r}" for i, ta, tb in changed[:LISTED]]
     errors += [f"special token {s!r} moved from id {va.specials[s]} to {vb.specials[s]}"
                for s in specials["changed_id"]]
@@ -114,7 +126,7 @@ def diff_tokenizers(
         "n_vocab": {"a": a.n_vocab, "b": b.n_vocab},
         "summary": {
             "added": len(added), "removed": len(removed), "changed": len(changed),
-            "moved": len(moved), "reordered_merges": _reordered(a, va, b, vb),
+            "moved": len(moved), "reordered_merges": reordered,
             "special_changes": sum(len(v) for v in specials.values()),
         },
         "errors": errors,
@@ -124,6 +136,10 @@ def diff_tokenizers(
                     for i, ta, tb in changed[:LISTED]],
         "moved": [{"a": ia, "b": ib, "token": token_dict(t)} for ia, ib, t in moved[:LISTED]],
         "specials": specials,
-        "languages": _languages(a, b),
-        "texts": _texts(a, b, top),
+        "languages": languages,
+        "texts": texts,
     }
+
+
+def _no_check() -> None:
+    """The default ``check``: never stops a diff."""

@@ -11,6 +11,7 @@ SentencePiece), where one encode per token takes ~20 s for a 129k vocabulary.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tokend.core.lint.checks import (
@@ -41,41 +42,61 @@ def lint_tokenizer(
     full: bool = True,
     list_partial: bool = False,
     glitch_limit: int = GLITCH_LIMIT,
+    check: Callable[[], None] | None = None,
 ) -> LintReport:
     """Lint ``tokenizer``: findings, counts per kind and (``full``) the summaries.
 
-    ``list_partial`` lists every partial-UTF-8 token (they are always counted).
+    ``list_partial`` lists every partial-UTF-8 token (they are always counted). ``check`` is
+    called between the checks and every few thousand tokens; it raises to stop the lint (a
+    server passes its call's deadline and cancellation).
 
     >>> from tokend.core import get_encoding
     >>> lint_tokenizer(get_encoding("r50k_base"), full=False).summary()["unreachable"]
     0
     """
+    alive = check or _no_check
     started = time.perf_counter()
+    alive()
     vocab = vocabulary(tokenizer)
     report = LintReport(name or tokenizer.name, tokenizer.n_vocab)
+    alive()
     check_specials(tokenizer, vocab, report)
+    alive()
     check_holes(vocab, report)
+    alive()
     check_partial_utf8(vocab, report, listed=list_partial)
+    alive()
     if full or not isinstance(tokenizer, PipelineTokenizer):
-        unreachable = check_unreachable(tokenizer, vocab, report)
+        unreachable = check_unreachable(tokenizer, vocab, report, alive)
     else:
         unreachable = set()
         report.checks["unreachable"] = SKIPPED_SLOW
 
     if full:
         texts = bundled_texts()
+        alive()
         check_round_trip(tokenizer, texts, report)
+        alive()
         check_glitch(tokenizer, vocab, report, texts=texts, skip=unreachable,
                      limit=glitch_limit)
+        alive()
+        twins = space_twins(vocab)
+        alive()
+        digits = digit_grouping(tokenizer, vocab)
+        alive()
         report.summaries = {
-            "trailing_space_twins": space_twins(vocab),
-            "digits": digit_grouping(tokenizer, vocab),
+            "trailing_space_twins": twins,
+            "digits": digits,
             "languages": language_summary(report.tokenizer, tokenizer),
         }
     else:
         report.checks["round-trip"] = report.checks["glitch-candidate"] = SKIPPED_AT_IMPORT
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _no_check() -> None:
+    """The default ``check``: never stops a lint."""
 
 
 def manifest_summary(report: LintReport) -> dict[str, Any]:

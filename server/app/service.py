@@ -18,7 +18,7 @@ from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
 from tokend.core.registry import Registry
 from tokend.server import metrics
-from tokend.server.app import catalog, counting, encoding
+from tokend.server.app import catalog, counting, encoding, linting
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.counting import (
@@ -39,6 +39,7 @@ from tokend.server.app.encoding import (
     StreamStart,
 )
 from tokend.server.app.fields import with_field
+from tokend.server.app.linting import Diffed, DiffRequest, Linted, LintRequest
 from tokend.server.app.reporting import Reported, ReportRequest, report
 from tokend.server.app.training import Training
 from tokend.server.config import ServerConfig
@@ -62,6 +63,9 @@ class App:
         # EncodeStream calls open at once, within --max-streams (Train uploads are bounded by
         # --max-train-jobs and the admin token instead).
         self.streams = StreamSlots(config.stream_cap)
+        # Lint and Diff calls run at once within --max-lint-calls (seconds of CPU each).
+        self.lint_slots = StreamSlots(config.max_lint_calls, "--max-lint-calls",
+                                      "Lint and Diff calls running in this worker", gauge=False)
 
     @classmethod
     def from_config(cls, config: ServerConfig, *, in_process: bool = False) -> App:
@@ -165,6 +169,16 @@ class App:
 
     def report(self, request: ReportRequest, context: CallContext = UNBOUNDED) -> Reported:
         return report(request, context, self.config, self.tokenizers.get)
+
+    def lint(self, request: LintRequest, context: CallContext = UNBOUNDED) -> Linted:
+        """``tokend registry lint`` of a served tokenizer, bounded (``linting.py``)."""
+        return linting.lint(request, self.tokenizers.get, self.config, self.lint_slots,
+                            context)
+
+    def diff(self, request: DiffRequest, context: CallContext = UNBOUNDED) -> Diffed:
+        """``tokend registry diff`` of two served tokenizers, bounded (``linting.py``)."""
+        return linting.diff(request, self.tokenizers.get, self.config, self.lint_slots,
+                            context)
 
 
 def record_tokens(method: str, served: Served, tokens: int) -> None:

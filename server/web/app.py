@@ -7,7 +7,10 @@ calls (encode, decode, count, list_tokenizers, get_tokenizer) on the worker's ha
 semantics, limits and refusals are the gRPC ones by construction; only the status code is
 HTTP's (``server/errors.py``, ``HTTP_STATUS_TABLE``). The vendors' count-tokens paths
 (Anthropic's, OpenAI's Responses, Gemini's) are routed onto the same ``count`` by
-``vendors.py``, through the same ``json_call``. ``/`` is the inspector page
+``vendors.py``, through the same ``json_call``. ``GET /tokenizers/{ref}/lint`` and
+``GET /diff`` take their fields as query parameters (``convert.parse_query``) and answer in the
+CLI's ``--json`` shapes (App.lint, App.diff; always on the handler pool, seconds of CPU that
+stop when the client hangs up). ``/`` is the inspector page
 (``static/``). None of these needs the admin token, as their RPCs do not; training stays on
 gRPC.
 """
@@ -41,8 +44,8 @@ from tokend.server.app.service import App
 from tokend.server.errors import bounded, field_of
 from tokend.server.interceptors import REQUEST_ID_KEY, ServerState, new_request_id
 from tokend.server.logs import log_event
-from tokend.server.web import bodies, vendors
-from tokend.server.web.convert import invalid, parse_body
+from tokend.server.web import bodies, schema, vendors
+from tokend.server.web.convert import invalid, parse_body, parse_query
 from tokend.server.web.disconnect import HttpCall, watch
 from tokend.server.web.dispatch import HttpMetrics, JsonAnswer
 from tokend.server.web.guards import HostRule, check_content_type
@@ -50,7 +53,8 @@ from tokend.server.web.refusals import Shape, facts_of, internal, tokend_error
 
 STATIC = Path(__file__).resolve().parent / "static"
 JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
-            "GET /tokenizers/{ref}", "GET /health", *vendors.PATHS]
+            "GET /tokenizers/{ref}", "GET /tokenizers/{ref}/lint", "GET /diff", "GET /health",
+            *vendors.PATHS]
 _MAX_REQUEST_ID = 128
 # How much of a refused (too large) body is read and dropped before the 413 goes out.
 DRAIN_BYTES = 64 << 20
@@ -87,7 +91,9 @@ class WebApi:
             Route("/", self.page, methods=["GET"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/tokenizers", self.list_tokenizers, methods=["GET"]),
+            Route("/tokenizers/{ref:path}/lint", self.lint, methods=["GET"]),
             Route("/tokenizers/{ref:path}", self.get_tokenizer, methods=["GET"]),
+            Route("/diff", self.diff, methods=["GET"]),
             *self.vendors.routes(),  # the vendors' count-tokens calls, on App.count too
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
@@ -143,6 +149,20 @@ class WebApi:
         async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
             ref = _path_ref(request)
             return bodies.manifest_json(await self._pooled(self.service.get_tokenizer, ref))
+        return await self.json_call(request, work, body=False)
+
+    async def lint(self, request: Request) -> Response | JsonAnswer:
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            query = parse_query(request.scope.get("query_string", b""), schema.LINT)
+            req = bodies.lint_request(_path_ref(request, suffix=b"/lint"), query)
+            return bodies.lint_json(await self.run(False, request, self.service.lint, req))
+        return await self.json_call(request, work, body=False)
+
+    async def diff(self, request: Request) -> Response | JsonAnswer:
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            query = parse_query(request.scope.get("query_string", b""), schema.DIFF)
+            req = bodies.diff_request(query)
+            return bodies.diff_json(await self.run(False, request, self.service.diff, req))
         return await self.json_call(request, work, body=False)
 
     # -- the common path of a JSON call -----------------------------------------------------
@@ -266,11 +286,12 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     )
 
 
-def _path_ref(request: Request) -> str:
-    """The ``{ref}`` of /tokenizers/{ref} from the raw path, refusing bytes that are not UTF-8
-    (the decoded path would have replaced them)."""
+def _path_ref(request: Request, suffix: bytes = b"") -> str:
+    """The ``{ref}`` of /tokenizers/{ref}[suffix] from the raw path, refusing bytes that are
+    not UTF-8 (the decoded path would have replaced them)."""
     raw = request.scope.get("raw_path") or request.url.path.encode()
-    data = unquote_to_bytes(raw.split(b"?", 1)[0].removeprefix(b"/tokenizers/"))
+    path = raw.split(b"?", 1)[0].removeprefix(b"/tokenizers/")
+    data = unquote_to_bytes(path.removesuffix(suffix) if suffix else path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokend.core.lint import token_dict
+from tokend.core.lint.diff import DIFF_FORMAT
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.counting import Counted, CountRequest
 from tokend.server.app.encoding import Decoded, DecodeRequest, Encoded, EncodeRequest
+from tokend.server.app.linting import Diffed, DiffRequest, DiffToken, Linted, LintRequest
 from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
 from tokend.server.app.specials import NO_POLICY, SpecialPolicy
 from tokend.server.web import schema
-from tokend.server.web.convert import checked
+from tokend.server.web.convert import checked, invalid
+
+_DEPTHS = {0: "", 1: "import", 2: "full"}  # LintDepth's numbers (the proto's enum)
 
 # -- requests ---------------------------------------------------------------------------------
 
@@ -46,6 +51,23 @@ def count_request(body: dict[str, Any]) -> CountRequest:
         tool_choice=f.get("tool_choice", ""),
         add_special_tokens=f.get("add_special_tokens", False),
     )
+
+
+def lint_request(ref: str, query: dict[str, Any]) -> LintRequest:
+    """GET /tokenizers/{ref}/lint's query (``depth``, ``list_partial_utf8``,
+    ``max_findings``); the tokenizer is the path's."""
+    if "tokenizer" in query:
+        raise invalid("tokenizer", "is named by the path (/tokenizers/{ref}/lint), not the query")
+    f = checked({**query, "tokenizer": ref}, schema.LINT)
+    depth = f.get("depth", 0)
+    return LintRequest(f["tokenizer"], _DEPTHS.get(depth, str(depth)),
+                       f.get("list_partial_utf8", False), f.get("max_findings", 0))
+
+
+def diff_request(query: dict[str, Any]) -> DiffRequest:
+    """GET /diff's query: ``a``, ``b`` and ``top``."""
+    f = checked(query, schema.DIFF)
+    return DiffRequest(f.get("a", ""), f.get("b", ""), f.get("top", 0))
 
 
 def _policy(fields: dict[str, Any]) -> SpecialPolicy:
@@ -129,3 +151,34 @@ def _utf8_or_none(piece: bytes) -> str | None:
         return piece.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def lint_json(result: Linted) -> dict[str, Any]:
+    """Lint's answer in ``tokend registry lint --json``'s shape (docs/lint.md), plus the depth
+    and whether the findings were cut."""
+    out = result.report.to_dict()
+    out["tokenizer"] = result.tokenizer
+    out["depth"] = result.depth
+    out["truncated"] = result.truncated
+    return out
+
+
+def diff_json(r: Diffed) -> dict[str, Any]:
+    """Diff's answer in ``tokend registry diff --json``'s shape (docs/lint.md)."""
+    def rows(tokens: list[DiffToken]) -> list[dict[str, Any]]:
+        return [{"id": t.id, "token": token_dict(t.token)} for t in tokens]
+
+    return {
+        "format": DIFF_FORMAT, "a": r.a, "b": r.b,
+        "n_vocab": {"a": r.a_n_vocab, "b": r.b_n_vocab},
+        "summary": r.summary, "errors": r.errors,
+        "added": rows(r.added), "removed": rows(r.removed),
+        "changed": [{"id": c.id, "a": token_dict(c.a), "b": token_dict(c.b)} for c in r.changed],
+        "moved": [{"a": m.a_id, "b": m.b_id, "token": token_dict(m.token)} for m in r.moved],
+        "specials": {"added": r.specials_added, "removed": r.specials_removed,
+                     "changed_id": r.specials_moved},
+        "languages": [{"language": x.language, "name": x.name, "a": x.a_tokens,
+                       "b": x.b_tokens, "ratio": x.ratio} for x in r.languages],
+        "texts": [{"text": t.text, "a": t.a_tokens, "b": t.b_tokens, "ratio": t.ratio}
+                  for t in r.texts],
+    }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from tokend.core.errors import InvalidInput, shown
 from tokend.server.app.fields import with_field
@@ -52,6 +53,32 @@ def parse_body(data: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise invalid("request", f"the body must be a JSON object, not {_kind(value)}")
     return value
+
+
+def parse_query(raw: bytes, schema: Schema) -> dict[str, Any]:
+    """A GET request's query string as the JSON object of ``schema``'s message, for
+    ``checked``: each parameter at most once, integers and booleans from their text
+    (``top=5``, ``list_partial_utf8=true``), enums by name or number; bytes that are not UTF-8
+    survive as surrogates so the field holding them can be named.
+
+    >>> from tokend.server.web.schema import DIFF
+    >>> parse_query(b"a=vtok%401&top=5", DIFF)
+    {'a': 'vtok@1', 'top': 5}
+    """
+    out: dict[str, Any] = {}
+    text = raw.decode("latin-1")
+    for key, value in parse_qsl(text, keep_blank_values=True, errors="surrogateescape"):
+        if key in out:
+            raise invalid(_text(key, "request"), "is given twice in the query")
+        field = schema.fields.get(key)
+        kind = field.kind if field is not None else None
+        if kind in (INT, ENUM) and value.isdigit() and value.isascii():
+            out[key] = int(value)
+        elif kind == BOOL and value.lower() in ("true", "false", "1", "0"):
+            out[key] = value.lower() in ("true", "1")
+        else:
+            out[key] = value  # a string; a wrong one is named by ``checked``
+    return out
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from tokend.server.web.vendors import handler_label as vendor_label
 
 # The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
 HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
-            "/count": "count", "/tokenizers": "tokenizers", "/health": "health"}
+            "/count": "count", "/tokenizers": "tokenizers", "/health": "health", "/diff": "diff"}
 
 
 # The JSON of every answer: compact, UTF-8 as is, no NaN (Starlette's JSONResponse settings).
@@ -111,7 +111,7 @@ def handler_label(path: str) -> str:
     if path in HANDLERS:
         return HANDLERS[path]
     if path.startswith("/tokenizers/"):
-        return "tokenizer"
+        return "lint" if path.endswith("/lint") else "tokenizer"
     if path.startswith("/static/"):
         return "static"
     return vendor_label(path) or "other"

@@ -84,3 +84,5 @@ def schema_of(descriptor: Any) -> Schema:
 ENCODE = schema_of(pb.EncodeRequest.DESCRIPTOR)
 DECODE = schema_of(pb.DecodeRequest.DESCRIPTOR)
 COUNT = schema_of(pb.CountTokensRequest.DESCRIPTOR)
+LINT = schema_of(pb.LintRequest.DESCRIPTOR)
+DIFF = schema_of(pb.DiffRequest.DESCRIPTOR)

@@ -124,6 +124,22 @@ RPCS: dict[str, tuple[bool, bool, list[Message]]] = {
         texts_source="given",
         tokenizers=[pb.ReportTokenizer(tokenizer="t", n_vocab=9, tokens=3, vocab_used=0.5)],
         languages=[pb.ReportLanguage(tokenizer="t", language="de", relative=1.5)])]),
+    "Lint": (False, False, [pb.LintResponse(
+        tokenizer="t@2", n_vocab=9, depth=pb.LINT_DEPTH_IMPORT, summary={"unreachable": 1},
+        checks={"unreachable": "ran"}, summaries_json="{}", truncated=True, findings=[
+            pb.LintFinding(kind="unreachable", severity="warning", id=3, token=b"\xe4b",
+                           token_text="\ufffdb", message="m", extra_json='{"encodes_to": [1]}'),
+            pb.LintFinding(kind="round-trip", severity="warning", message="r",
+                           extra_json='{"text": "x"}')])]),
+    "Diff": (False, False, [pb.DiffResponse(
+        a="t@1", b="t@2", a_n_vocab=5, b_n_vocab=6, summary={"added": 1}, errors=["e"],
+        added=[pb.DiffToken(id=5, token=b"ab", text="ab")],
+        changed=[pb.DiffChangedId(id=4, a=pb.DiffToken(id=4, token=b"x"),
+                                  b=pb.DiffToken(id=4, token=b"y"))],
+        moved=[pb.DiffMovedToken(a_id=1, b_id=2, token=b"z")], specials_moved=["<s>"],
+        languages=[pb.DiffLanguage(language="de", name="German", a_tokens=4, b_tokens=3,
+                                   ratio=0.75)],
+        texts=[pb.DiffText(text="t", a_tokens=2, b_tokens=1, ratio=0.5)])]),
     "ListTokenizers": (False, False, [pb.ListTokenizersResponse(tokenizers=[
         pb.TokenizerSummary(name="t", versions=[1, 2], aliases={"stable": 1})])]),
     "GetTokenizer": (False, False, [pb.GetTokenizerResponse(manifest=pb.TokenizerManifest(
@@ -155,6 +171,8 @@ CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "chunk": (("t", "ab", 1), {"overlap": 0}),
     "iter_chunks": (("t", "ab", 1), {"overlap": 0}),
     "report": (("t",), {"texts": ["x"], "languages": True}),
+    "lint": (("t",), {"depth": "import", "list_partial": True, "max_findings": 7}),
+    "diff": (("t@1", "t@2"), {"top": 3}),
     "list_tokenizers": ((), {}),
     "get_tokenizer": (("t",), {}),
     "train": (("mytok", b"corpus " * 10), {"vocab_size": 300, "special_tokens": ["<s>"],

@@ -76,7 +76,31 @@ def http_form(case: Case) -> tuple[str, str, bytes | None, str] | None:
         ref = pb.GetTokenizerRequest.FromString(raw.replace(INVALID_UTF8, PLACEHOLDER.encode()))
         encoded = ref.tokenizer.encode().replace(PLACEHOLDER.encode(), INVALID_UTF8)
         return "GET", "/tokenizers/" + quote_from_bytes(encoded, safe="@"), None, case.rule
+    if case.rpc in GETS and case.request != (GARBAGE,):
+        return "GET", get_path(case), None, case.rule
     return None
+
+
+# The GET routes whose query string carries the request's fields (Lint's tokenizer: the path).
+GETS: dict[str, type[Message]] = {"Lint": pb.LintRequest, "Diff": pb.DiffRequest}
+
+
+def get_path(case: Case) -> str:
+    """The path and query of a Lint or Diff row: each field set, by its proto name (enums as
+    numbers, as sent), invalid UTF-8 as %FF-style escapes."""
+    (raw,) = case.request
+    message = GETS[case.rpc].FromString(raw.replace(INVALID_UTF8, PLACEHOLDER.encode()))
+    fields = as_json(message)
+
+    def escaped(value: object) -> str:
+        data = str(value).encode().replace(PLACEHOLDER.encode(), INVALID_UTF8)
+        return quote_from_bytes(data, safe="@")
+
+    path = "/diff"
+    if case.rpc == "Lint":
+        path = f"/tokenizers/{escaped(fields.pop('tokenizer', ''))}/lint"
+    query = "&".join(f"{key}={escaped(value)}" for key, value in fields.items())
+    return f"{path}?{query}" if query else path
 
 
 HTTP_CASES = [(case, form) for case in CATALOGUE if (form := http_form(case)) is not None]
@@ -99,9 +123,10 @@ def test_catalogue_row_over_http(http_server: HttpServed, case: Case,
 
 
 def test_every_row_of_the_served_rpcs_is_sent() -> None:
-    """All rows of Encode, Decode and CountTokens; GetTokenizer's but the garbage one."""
-    served = [c for c in CATALOGUE if c.rpc in (*POSTS, "GetTokenizer")]
-    assert len(HTTP_CASES) == len(served) - 1
+    """All rows of Encode, Decode and CountTokens; those of GetTokenizer, Lint and Diff but
+    the garbage ones."""
+    served = [c for c in CATALOGUE if c.rpc in (*POSTS, "GetTokenizer", *GETS)]
+    assert len(HTTP_CASES) == len(served) - 3
     assert len(HTTP_CASES) >= 45
 
 
@@ -147,6 +172,19 @@ ONLY_HTTP: list[tuple[str, str, str, bytes | None, int, str | None, str]] = [
     ("body-too-large", "POST", "/tokenize", BIG, 413, "request", "--max-message-bytes"),
     ("unknown-path", "GET", "/v1/tokenize", None, 404, None, "no route GET '/v1/tokenize'"),
     ("wrong-method", "GET", "/count", None, 405, None, "Method Not Allowed"),
+    ("lint-tokenizer-in-query", "GET", "/tokenizers/gpt2/lint?tokenizer=gpt2", None, 400,
+     "tokenizer", "is named by the path"),
+    ("lint-unknown-param", "GET", "/tokenizers/gpt2/lint?dept=full", None, 400, "dept",
+     "unknown field of LintRequest"),
+    ("lint-bool-not-bool", "GET", "/tokenizers/gpt2/lint?list_partial_utf8=yes", None, 400,
+     "list_partial_utf8", "must be true or false"),
+    ("lint-depth-name", "GET", "/tokenizers/gpt2/lint?depth=deep", None, 400, "depth",
+     "unknown LintDepth 'deep'; one of ['unspecified', 'import', 'full']"),
+    ("diff-param-twice", "GET", "/diff?a=gpt2&a=gpt2&b=gpt2", None, 400, "a",
+     "is given twice in the query"),
+    ("diff-top-not-int", "GET", "/diff?a=gpt2&b=gpt2&top=-1", None, 400, "top",
+     "must be an integer from 0 to 2^32 - 1"),
+    ("diff-post", "POST", "/diff", b"{}", 405, None, "Method Not Allowed"),
 ]
 
 

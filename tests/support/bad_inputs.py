@@ -31,6 +31,8 @@ SERVER_FLAGS: tuple[str, ...] = (
     "--max-stream-bytes", "262144",
     "--max-corpus-bytes", "65536",
     "--max-vocab-size", "100000",
+    "--max-lint-vocab", "100000",
+    "--max-lint-findings", "500",
 )
 ADMIN_TOKEN = "test-admin-token"  # what tests/support/tokend_process.py starts the server with
 
@@ -50,6 +52,8 @@ SHAPES: dict[str, tuple[bool, bool]] = {
     "CancelTrainJob": (False, False),
     "ListTrainJobs": (False, False),
     "Report": (False, False),
+    "Lint": (False, False),
+    "Diff": (False, False),
 }
 
 PLACEHOLDER = "\x01BAD\x01"  # five bytes in UTF-8, swapped for five invalid ones
@@ -89,7 +93,8 @@ USUAL_ERROR: dict[str, type[E.TokendError]] = {
 # The RPCs the HTTP JSON API serves, and how (tests/server/test_http_bad_inputs.py).
 HTTP_ROUTES = {"Encode": "POST /tokenize", "Decode": "POST /detokenize",
                "CountTokens": "POST /count", "GetTokenizer": "GET /tokenizers/{ref}",
-               "ListTokenizers": "GET /tokenizers"}
+               "ListTokenizers": "GET /tokenizers", "Lint": "GET /tokenizers/{ref}/lint",
+               "Diff": "GET /diff"}
 
 
 def grpc_status(case: Case) -> str:
@@ -163,6 +168,14 @@ def _chunk(**kw: object) -> tuple[bytes, ...]:
 
 def _report(**kw: object) -> tuple[bytes, ...]:
     return ser(pb.ReportRequest(**kw))  # type: ignore[arg-type]
+
+
+def _lint(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.LintRequest(**kw))  # type: ignore[arg-type]
+
+
+def _diff(**kw: object) -> tuple[bytes, ...]:
+    return ser(pb.DiffRequest(**kw))  # type: ignore[arg-type]
 
 
 def _decode(**kw: object) -> tuple[bytes, ...]:
@@ -419,6 +432,34 @@ CATALOGUE: tuple[Case, ...] = (
           (bad_utf8(pb.ReportRequest(tokenizers=[O2], texts=[PLACEHOLDER])),), IA, "texts[0]",
           UTF8_RULE),
     _case("report-garbage", "Report", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- Lint / Diff ----------------------------------------------------------------------
+    _case("lint-unknown", "Lint", "unknown tokenizer", _lint(tokenizer="no-such-tok"), NF,
+          "tokenizer", "no tokenizer named"),
+    _case("lint-bad-name", "Lint", "malformed tokenizer name", _lint(tokenizer="Bad Name"), IA,
+          "tokenizer", NAME_RULE),
+    _case("lint-vocab", "Lint", "a vocabulary over --max-lint-vocab",
+          _lint(tokenizer=O2), RE, "tokenizer", "--max-lint-vocab"),
+    _case("lint-findings", "Lint", "max_findings over --max-lint-findings",
+          _lint(tokenizer="gpt2", max_findings=501), RE, "max_findings",
+          "--max-lint-findings"),
+    _case("lint-depth", "Lint", "unknown depth", _lint(tokenizer="gpt2", depth=99), IA,
+          "depth", "is not a lint depth"),
+    _case("lint-utf8", "Lint", "invalid UTF-8 in the tokenizer",
+          (bad_utf8(pb.LintRequest(tokenizer=PLACEHOLDER)),), IA, "tokenizer", UTF8_RULE),
+    _case("lint-garbage", "Lint", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    _case("diff-unknown", "Diff", "unknown tokenizer b", _diff(a=f"{VTOK}@1", b="no-such-tok"),
+          NF, "b", "no tokenizer named"),
+    _case("diff-unknown-version", "Diff", "unknown version a",
+          _diff(a=f"{VTOK}@9", b=f"{VTOK}@2"), NF, "a", "has no version 9"),
+    _case("diff-vocab", "Diff", "a vocabulary over --max-lint-vocab",
+          _diff(a="gpt2", b=O2), RE, "b", "--max-lint-vocab"),
+    _case("diff-top", "Diff", "top over 100", _diff(a=f"{VTOK}@1", b=f"{VTOK}@2", top=101),
+          IA, "top", "at most 100"),
+    _case("diff-utf8", "Diff", "invalid UTF-8 in a",
+          (bad_utf8(pb.DiffRequest(a=PLACEHOLDER, b="gpt2")),), IA, "a", UTF8_RULE),
+    _case("diff-garbage", "Diff", "bytes that are no protobuf message", (GARBAGE,), IA,
           "request", PROTO_RULE),
     # -- ListTokenizers / GetTokenizer ----------------------------------------------------
     _case("list-garbage", "ListTokenizers", "bytes that are no protobuf message", (GARBAGE,),

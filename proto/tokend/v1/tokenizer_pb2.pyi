@@ -108,6 +108,34 @@ TRAIN_JOB_STATE_FAILED: TrainJobState.ValueType  # 4
 TRAIN_JOB_STATE_CANCELLED: TrainJobState.ValueType  # 5
 Global___TrainJobState: _TypeAlias = TrainJobState  # noqa: Y015
 
+class _LintDepth:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LintDepthEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LintDepth.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LINT_DEPTH_UNSPECIFIED: _LintDepth.ValueType  # 0
+    """FULL."""
+    LINT_DEPTH_IMPORT: _LintDepth.ValueType  # 1
+    """What every publish runs: special tokens, holes, partial UTF-8 and (on the compiled
+    encodings; not on tokenizer.json / SentencePiece pipelines) unreachable tokens.
+    """
+    LINT_DEPTH_FULL: _LintDepth.ValueType  # 2
+    """Everything: also round trips, glitch candidates and the summaries (`tokend registry lint`)."""
+
+class LintDepth(_LintDepth, metaclass=_LintDepthEnumTypeWrapper):
+    """How much a Lint call runs."""
+
+LINT_DEPTH_UNSPECIFIED: LintDepth.ValueType  # 0
+"""FULL."""
+LINT_DEPTH_IMPORT: LintDepth.ValueType  # 1
+"""What every publish runs: special tokens, holes, partial UTF-8 and (on the compiled
+encodings; not on tokenizer.json / SentencePiece pipelines) unreachable tokens.
+"""
+LINT_DEPTH_FULL: LintDepth.ValueType  # 2
+"""Everything: also round trips, glitch candidates and the summaries (`tokend registry lint`)."""
+Global___LintDepth: _TypeAlias = LintDepth  # noqa: Y015
+
 @_typing.final
 class SpecialTokenPolicy(_message.Message):
     """tiktoken's allowed_special / disallowed_special, as a message."""
@@ -1668,3 +1696,463 @@ class ReportResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportResponse: _TypeAlias = ReportResponse  # noqa: Y015
+
+@_typing.final
+class LintRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    LIST_PARTIAL_UTF8_FIELD_NUMBER: _builtins.int
+    MAX_FINDINGS_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    depth: Global___LintDepth.ValueType
+    list_partial_utf8: _builtins.bool
+    """List every partial-UTF-8 token (they are always counted in `summary`)."""
+    max_findings: _builtins.int
+    """Findings listed, at most --max-lint-findings; 0: 1000. Every finding is counted in
+    `summary` whatever this says; glitch candidates are listed up to 50, best first.
+    """
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        depth: Global___LintDepth.ValueType = ...,
+        list_partial_utf8: _builtins.bool = ...,
+        max_findings: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "list_partial_utf8", b"list_partial_utf8", "max_findings", b"max_findings", "tokenizer", b"tokenizer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LintRequest: _TypeAlias = LintRequest  # noqa: Y015
+
+@_typing.final
+class LintFinding(_message.Message):
+    """One thing lint noticed (docs/lint.md lists every kind)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    SEVERITY_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    TOKEN_TEXT_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    EXTRA_JSON_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """"unreachable", "partial-utf8", "duplicate-special-id", "hole", "glitch-candidate", ..."""
+    severity: _builtins.str
+    """"error", "warning" or "info"."""
+    id: _builtins.int
+    """The token id; absent for findings about a text (round-trip)."""
+    token: _builtins.bytes
+    """The token's bytes, and its text (invalid UTF-8 replaced); absent when the finding has no
+    token (a hole, a round trip, two specials on one id).
+    """
+    token_text: _builtins.str
+    message: _builtins.str
+    """A one-line explanation."""
+    extra_json: _builtins.str
+    """The kind's own fields as a JSON object ({"encodes_to": [...]}, {"score", "rank"},
+    {"texts": [...]}, {"text", "decoded"}); "{}" when none.
+    """
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        severity: _builtins.str = ...,
+        id: _builtins.int | None = ...,
+        token: _builtins.bytes | None = ...,
+        token_text: _builtins.str = ...,
+        message: _builtins.str = ...,
+        extra_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "_token", b"_token", "id", b"id", "token", b"token"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "_token", b"_token", "extra_json", b"extra_json", "id", b"id", "kind", b"kind", "message", b"message", "severity", b"severity", "token", b"token", "token_text", b"token_text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__id: _TypeAlias = _typing.Literal["id"]  # noqa: Y015
+    _WhichOneofArgType__id: _TypeAlias = _typing.Literal["_id", b"_id"]  # noqa: Y015
+    _WhichOneofReturnType__token: _TypeAlias = _typing.Literal["token"]  # noqa: Y015
+    _WhichOneofArgType__token: _TypeAlias = _typing.Literal["_token", b"_token"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__id) -> _WhichOneofReturnType__id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__token) -> _WhichOneofReturnType__token | None: ...
+
+Global___LintFinding: _TypeAlias = LintFinding  # noqa: Y015
+
+@_typing.final
+class LintResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SummaryEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class ChecksEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    TOKENIZER_FIELD_NUMBER: _builtins.int
+    N_VOCAB_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    FINDINGS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    CHECKS_FIELD_NUMBER: _builtins.int
+    SUMMARIES_JSON_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    SECONDS_FIELD_NUMBER: _builtins.int
+    tokenizer: _builtins.str
+    """The resolved reference ("mytok@7")."""
+    n_vocab: _builtins.int
+    depth: Global___LintDepth.ValueType
+    summaries_json: _builtins.str
+    """FULL only: {"trailing_space_twins", "digits", "languages"} as JSON; "{}" at IMPORT."""
+    truncated: _builtins.bool
+    """More findings were listable than max_findings: the list was cut (the counts were not)."""
+    seconds: _builtins.float
+    @_builtins.property
+    def findings(self) -> _containers.RepeatedCompositeFieldContainer[Global___LintFinding]: ...
+    @_builtins.property
+    def summary(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Findings per kind, for every kind that ran (zero included)."""
+
+    @_builtins.property
+    def checks(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Kind -> "ran" or "skipped: why"."""
+
+    def __init__(
+        self,
+        *,
+        tokenizer: _builtins.str = ...,
+        n_vocab: _builtins.int = ...,
+        depth: Global___LintDepth.ValueType = ...,
+        findings: _abc.Iterable[Global___LintFinding] | None = ...,
+        summary: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        checks: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        summaries_json: _builtins.str = ...,
+        truncated: _builtins.bool = ...,
+        seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "depth", b"depth", "findings", b"findings", "n_vocab", b"n_vocab", "seconds", b"seconds", "summaries_json", b"summaries_json", "summary", b"summary", "tokenizer", b"tokenizer", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LintResponse: _TypeAlias = LintResponse  # noqa: Y015
+
+@_typing.final
+class DiffRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    TOP_FIELD_NUMBER: _builtins.int
+    a: _builtins.str
+    """The two tokenizers ("mytok@1", "mytok@2"); each within --max-lint-vocab."""
+    b: _builtins.str
+    top: _builtins.int
+    """Texts whose token counts changed most, listed (0: 10; at most 100)."""
+    def __init__(
+        self,
+        *,
+        a: _builtins.str = ...,
+        b: _builtins.str = ...,
+        top: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b", "top", b"top"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffRequest: _TypeAlias = DiffRequest  # noqa: Y015
+
+@_typing.final
+class DiffToken(_message.Message):
+    """A token of one side: its id there, bytes and text (invalid UTF-8 replaced)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    token: _builtins.bytes
+    text: _builtins.str
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        token: _builtins.bytes = ...,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "text", b"text", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffToken: _TypeAlias = DiffToken  # noqa: Y015
+
+@_typing.final
+class DiffChangedId(_message.Message):
+    """An id whose bytes changed: every embedding row indexed by it now means something else."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    @_builtins.property
+    def a(self) -> Global___DiffToken: ...
+    @_builtins.property
+    def b(self) -> Global___DiffToken: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        a: Global___DiffToken | None = ...,
+        b: Global___DiffToken | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b", "id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffChangedId: _TypeAlias = DiffChangedId  # noqa: Y015
+
+@_typing.final
+class DiffMovedToken(_message.Message):
+    """A token that kept its bytes but moved id."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    A_ID_FIELD_NUMBER: _builtins.int
+    B_ID_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    a_id: _builtins.int
+    b_id: _builtins.int
+    token: _builtins.bytes
+    text: _builtins.str
+    def __init__(
+        self,
+        *,
+        a_id: _builtins.int = ...,
+        b_id: _builtins.int = ...,
+        token: _builtins.bytes = ...,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a_id", b"a_id", "b_id", b"b_id", "text", b"text", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffMovedToken: _TypeAlias = DiffMovedToken  # noqa: Y015
+
+@_typing.final
+class DiffLanguage(_message.Message):
+    """One language of the shipped parallel corpus: tokens with a and b, and b / a."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LANGUAGE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    A_TOKENS_FIELD_NUMBER: _builtins.int
+    B_TOKENS_FIELD_NUMBER: _builtins.int
+    RATIO_FIELD_NUMBER: _builtins.int
+    language: _builtins.str
+    name: _builtins.str
+    a_tokens: _builtins.int
+    b_tokens: _builtins.int
+    ratio: _builtins.float
+    def __init__(
+        self,
+        *,
+        language: _builtins.str = ...,
+        name: _builtins.str = ...,
+        a_tokens: _builtins.int = ...,
+        b_tokens: _builtins.int = ...,
+        ratio: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a_tokens", b"a_tokens", "b_tokens", b"b_tokens", "language", b"language", "name", b"name", "ratio", b"ratio"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffLanguage: _TypeAlias = DiffLanguage  # noqa: Y015
+
+@_typing.final
+class DiffText(_message.Message):
+    """A bundled text whose token count changed (the first 120 characters)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    A_TOKENS_FIELD_NUMBER: _builtins.int
+    B_TOKENS_FIELD_NUMBER: _builtins.int
+    RATIO_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    a_tokens: _builtins.int
+    b_tokens: _builtins.int
+    ratio: _builtins.float
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        a_tokens: _builtins.int = ...,
+        b_tokens: _builtins.int = ...,
+        ratio: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a_tokens", b"a_tokens", "b_tokens", b"b_tokens", "ratio", b"ratio", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffText: _TypeAlias = DiffText  # noqa: Y015
+
+@_typing.final
+class DiffResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SummaryEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    A_N_VOCAB_FIELD_NUMBER: _builtins.int
+    B_N_VOCAB_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    ERRORS_FIELD_NUMBER: _builtins.int
+    ADDED_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    MOVED_FIELD_NUMBER: _builtins.int
+    SPECIALS_ADDED_FIELD_NUMBER: _builtins.int
+    SPECIALS_REMOVED_FIELD_NUMBER: _builtins.int
+    SPECIALS_MOVED_FIELD_NUMBER: _builtins.int
+    LANGUAGES_FIELD_NUMBER: _builtins.int
+    TEXTS_FIELD_NUMBER: _builtins.int
+    a: _builtins.str
+    """The resolved references."""
+    b: _builtins.str
+    a_n_vocab: _builtins.int
+    b_n_vocab: _builtins.int
+    @_builtins.property
+    def summary(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Counts: added, removed, changed (ids whose bytes changed), moved, reordered_merges,
+        special_changes. The lists below hold at most 50 rows each.
+        """
+
+    @_builtins.property
+    def errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Error-level lines: an id whose bytes changed, a special token that moved id."""
+
+    @_builtins.property
+    def added(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffToken]:
+        """Ids are b's for added tokens, a's for removed ones."""
+
+    @_builtins.property
+    def removed(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffToken]: ...
+    @_builtins.property
+    def changed(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffChangedId]: ...
+    @_builtins.property
+    def moved(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffMovedToken]: ...
+    @_builtins.property
+    def specials_added(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def specials_removed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def specials_moved(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Special tokens present in both whose id changed."""
+
+    @_builtins.property
+    def languages(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffLanguage]: ...
+    @_builtins.property
+    def texts(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiffText]: ...
+    def __init__(
+        self,
+        *,
+        a: _builtins.str = ...,
+        b: _builtins.str = ...,
+        a_n_vocab: _builtins.int = ...,
+        b_n_vocab: _builtins.int = ...,
+        summary: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        errors: _abc.Iterable[_builtins.str] | None = ...,
+        added: _abc.Iterable[Global___DiffToken] | None = ...,
+        removed: _abc.Iterable[Global___DiffToken] | None = ...,
+        changed: _abc.Iterable[Global___DiffChangedId] | None = ...,
+        moved: _abc.Iterable[Global___DiffMovedToken] | None = ...,
+        specials_added: _abc.Iterable[_builtins.str] | None = ...,
+        specials_removed: _abc.Iterable[_builtins.str] | None = ...,
+        specials_moved: _abc.Iterable[_builtins.str] | None = ...,
+        languages: _abc.Iterable[Global___DiffLanguage] | None = ...,
+        texts: _abc.Iterable[Global___DiffText] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "a_n_vocab", b"a_n_vocab", "added", b"added", "b", b"b", "b_n_vocab", b"b_n_vocab", "changed", b"changed", "errors", b"errors", "languages", b"languages", "moved", b"moved", "removed", b"removed", "specials_added", b"specials_added", "specials_moved", b"specials_moved", "specials_removed", b"specials_removed", "summary", b"summary", "texts", b"texts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffResponse: _TypeAlias = DiffResponse  # noqa: Y015

@@ -104,6 +104,16 @@ class TokenizerServiceStub:
                 request_serializer=tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.SerializeToString,
                 response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.FromString,
                 _registered_method=True)
+        self.Lint = channel.unary_unary(
+                '/tokend.v1.TokenizerService/Lint',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.LintRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.LintResponse.FromString,
+                _registered_method=True)
+        self.Diff = channel.unary_unary(
+                '/tokend.v1.TokenizerService/Diff',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.FromString,
+                _registered_method=True)
 
 
 class TokenizerServiceServicer:
@@ -209,6 +219,25 @@ class TokenizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Lint(self, request, context):
+        """Lint one tokenizer (docs/lint.md): unreachable tokens, partial UTF-8, holes, broken special
+        tokens and, at depth FULL, round trips, glitch candidates and the summaries. Bounded by
+        --max-lint-vocab, --max-lint-findings and --max-lint-calls; the deadline is honoured.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Diff(self, request, context):
+        """What changed from tokenizer a to tokenizer b (two versions, usually): tokens added and
+        removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
+        the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
+        counts changed most. Bounded as Lint.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TokenizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +310,16 @@ def add_TokenizerServiceServicer_to_server(servicer, server):
                     servicer.Report,
                     request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.FromString,
                     response_serializer=tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.SerializeToString,
+            ),
+            'Lint': grpc.unary_unary_rpc_method_handler(
+                    servicer.Lint,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.LintRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.LintResponse.SerializeToString,
+            ),
+            'Diff': grpc.unary_unary_rpc_method_handler(
+                    servicer.Diff,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -661,6 +700,60 @@ class TokenizerService:
             '/tokend.v1.TokenizerService/Report',
             tokend_dot_v1_dot_tokenizer__pb2.ReportRequest.SerializeToString,
             tokend_dot_v1_dot_tokenizer__pb2.ReportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Lint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Lint',
+            tokend_dot_v1_dot_tokenizer__pb2.LintRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.LintResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Diff(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Diff',
+            tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -73,6 +73,17 @@ class TokenizerServiceStub:
     the vocabulary used and, optionally, each language's token cost relative to English on
     the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
     """
+    Lint: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.LintRequest, _tokenizer_pb2.LintResponse]
+    """Lint one tokenizer (docs/lint.md): unreachable tokens, partial UTF-8, holes, broken special
+    tokens and, at depth FULL, round trips, glitch candidates and the summaries. Bounded by
+    --max-lint-vocab, --max-lint-findings and --max-lint-calls; the deadline is honoured.
+    """
+    Diff: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.DiffRequest, _tokenizer_pb2.DiffResponse]
+    """What changed from tokenizer a to tokenizer b (two versions, usually): tokens added and
+    removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
+    the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
+    counts changed most. Bounded as Lint.
+    """
 
 @_typing.type_check_only
 class TokenizerServiceAsyncStub(TokenizerServiceStub):
@@ -109,6 +120,17 @@ class TokenizerServiceAsyncStub(TokenizerServiceStub):
     """Compare served tokenizers on texts: bytes, characters and words per token, the share of
     the vocabulary used and, optionally, each language's token cost relative to English on
     the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+    """
+    Lint: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.LintRequest, _tokenizer_pb2.LintResponse]  # type: ignore[assignment]
+    """Lint one tokenizer (docs/lint.md): unreachable tokens, partial UTF-8, holes, broken special
+    tokens and, at depth FULL, round trips, glitch candidates and the summaries. Bounded by
+    --max-lint-vocab, --max-lint-findings and --max-lint-calls; the deadline is honoured.
+    """
+    Diff: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.DiffRequest, _tokenizer_pb2.DiffResponse]  # type: ignore[assignment]
+    """What changed from tokenizer a to tokenizer b (two versions, usually): tokens added and
+    removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
+    the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
+    counts changed most. Bounded as Lint.
     """
 
 class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -227,6 +249,29 @@ class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
         """Compare served tokenizers on texts: bytes, characters and words per token, the share of
         the vocabulary used and, optionally, each language's token cost relative to English on
         the shipped parallel corpus. Nothing is trained here (curves: `tokend report`).
+        """
+
+    @_abc_1.abstractmethod
+    def Lint(
+        self,
+        request: _tokenizer_pb2.LintRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tokenizer_pb2.LintResponse, _abc.Awaitable[_tokenizer_pb2.LintResponse]]:
+        """Lint one tokenizer (docs/lint.md): unreachable tokens, partial UTF-8, holes, broken special
+        tokens and, at depth FULL, round trips, glitch candidates and the summaries. Bounded by
+        --max-lint-vocab, --max-lint-findings and --max-lint-calls; the deadline is honoured.
+        """
+
+    @_abc_1.abstractmethod
+    def Diff(
+        self,
+        request: _tokenizer_pb2.DiffRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tokenizer_pb2.DiffResponse, _abc.Awaitable[_tokenizer_pb2.DiffResponse]]:
+        """What changed from tokenizer a to tokenizer b (two versions, usually): tokens added and
+        removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
+        the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
+        counts changed most. Bounded as Lint.
         """
 
 def add_TokenizerServiceServicer_to_server(servicer: TokenizerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
