@@ -5,7 +5,10 @@ never used (``executable_path``). The page must show exactly what the JSON API a
 ids and bytes of every piece, the counts and bytes per token, special and byte-fallback
 pieces marked, and, with two tokenizers, the pieces the other one does not have. A registry
 tokenizer is picked by version or alias too (``vtok@1`` next to ``vtok@2``, published by the
-``http_server`` fixture), and a version that does not exist shows the API's refusal.
+``http_server`` fixture), and a version that does not exist shows the API's refusal. Pieces
+carry the lint marks of ``GET /tokenizers/{ref}/lint`` (glitch candidates, partial UTF-8; the
+unreachable tokens, which no text produces, are listed beside them), and two versions of one
+tokenizer get the version-diff panel of ``GET /diff``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,9 @@ import pytest
 import versioned
 from http_api import HttpServed, call
 from playwright.sync_api import Browser, Page, sync_playwright
+
+from tokend.core.patterns import GPT2_PATTERN
+from tokend.core.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -31,7 +38,11 @@ TYPED = "Hello wörld, 東京 <|endoftext|> ☃!"
 # Words of vtok's training corpus (tests/fixtures/corpora/corpus.en): v2's extra merges show.
 VERSIONED_TEXT = "iron cement protects the ingot against the hot, abrasive steel casting process."
 PIECES_JS = """pieces => pieces.map(p => ({id: Number(p.dataset.id), bytes: p.dataset.bytes,
-    label: p.textContent, classes: [...p.classList]}))"""
+    label: p.textContent, classes: [...p.classList], title: p.title}))"""
+# gpt2's known glitch tokens (ranked among its glitch candidates) and partial-UTF-8 pieces.
+GLITCHY = " SolidGoldMagikarp and guiActiveUn like 東京"
+MARKS = {"unreachable": "lint-unreachable", "glitch-candidate": "lint-glitch",
+         "partial-utf8": "lint-partial"}
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +232,112 @@ class TestInspectorPage:
         assert error.is_visible()
         assert "--max-text-bytes" in error.inner_text()
         assert page.locator(".panel").count() == 0
+
+
+@pytest.fixture(scope="module")
+def unreachable_tok(http_server: HttpServed) -> str:
+    """``lintme``: bytes plus one merged token, ``" I'"``, that GPT-2's pattern always cuts in
+    two (so no text encodes to it), published to ``http_server``'s registry and served."""
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks[b" I'"] = 256
+    Registry(http_server.process.registry).publish("lintme", ranks=ranks, pat_str=GPT2_PATTERN,
+                                                   special_tokens={})
+    deadline = time.monotonic() + 30
+    while call(http_server.base, "GET", "/tokenizers/lintme").status != 200:
+        assert time.monotonic() < deadline, "lintme was not served within 30 s"
+        time.sleep(0.1)
+    return "lintme"
+
+
+def api_lint(base: str, ref: str) -> Any:
+    """What the page asks for: the full lint with the partial-UTF-8 tokens listed."""
+    answer = call(base, "GET", f"/tokenizers/{ref}/lint?depth=full&list_partial_utf8=true")
+    assert answer.status == 200, answer.body
+    return answer.body
+
+
+class TestLintMarks:
+    def test_pieces_carry_the_apis_lint_marks(self, page: Page,
+                                               http_server: HttpServed) -> None:
+        """Every piece has exactly the marks of its id's findings (style and title); gpt2's
+        known glitch tokens and the bytes of 東京 are among them; the counts are the API's."""
+        page.select_option("#tok-a", "gpt2")
+        page.select_option("#tok-b", "")
+        page.fill("#text", GLITCHY)
+        shown(page, GLITCHY)
+        lint = api_lint(http_server.base, "gpt2")
+        assert not lint["truncated"]
+        kinds: dict[int, list[str]] = {}
+        for f in lint["findings"]:
+            if f["kind"] in MARKS:
+                kinds.setdefault(f["id"], []).append(f["kind"])
+        panel = page.locator(".panel[data-tokenizer='gpt2']")
+        pieces = panel.locator(".piece").evaluate_all(PIECES_JS)
+        assert [p["id"] for p in pieces] == api_tokens(http_server.base, "gpt2", GLITCHY)["ids"]
+        for p in pieces:
+            marked = {c for c in p["classes"] if c.startswith("lint-")}
+            assert marked == {MARKS[k] for k in kinds.get(p["id"], [])}, p
+            for kind in kinds.get(p["id"], []):
+                assert f"lint {kind}: " in p["title"], p
+        glitchy = [p["label"] for p in pieces if "lint-glitch" in p["classes"]]
+        assert glitchy == [" SolidGoldMagikarp", " guiActiveUn"]
+        assert sum("lint-partial" in p["classes"] for p in pieces) >= 4
+        glitch_piece = panel.locator(".piece.lint-glitch").first
+        assert glitch_piece.evaluate("p => getComputedStyle(p).boxShadow") != "none"
+        counts = panel.locator(".lint-counts").inner_text()
+        for kind, n in lint["summary"].items():
+            assert (f"{kind} {n}" in counts) == (n > 0), (kind, counts)
+
+    def test_unreachable_tokens_are_listed_beside_the_pieces(
+        self, page: Page, http_server: HttpServed, unreachable_tok: str
+    ) -> None:
+        """No text yields an unreachable token, so the panel lists them (id, text, why);
+        a tokenizer over --max-lint-vocab shows the API's refusal in place of the marks."""
+        page.reload()
+        page.wait_for_selector("body[data-ready='1']")
+        page.select_option("#tok-a", unreachable_tok)
+        page.select_option("#tok-b", "o200k_base")
+        page.fill("#text", "I'm here")
+        shown(page, "I'm here")
+        lint = api_lint(http_server.base, unreachable_tok)
+        expected = [(f["id"], f["token"]["text"]) for f in lint["findings"]
+                    if f["kind"] == "unreachable"]
+        assert expected == [(256, " I'")]
+        chips = page.locator(".panel[data-tokenizer='lintme@1'] .lint-unreachable-list .chip")
+        assert chips.evaluate_all("cs => cs.map(c => [Number(c.dataset.id), c.textContent])") \
+            == [list(e) for e in expected]
+        assert "encodes to" in (chips.first.get_attribute("title") or "")
+        refused = page.locator(".panel[data-tokenizer='o200k_base'] .lint-strip").inner_text()
+        assert "--max-lint-vocab" in refused
+
+
+class TestVersionDiff:
+    def test_two_versions_show_the_apis_diff(self, page: Page, http_server: HttpServed) -> None:
+        """vtok@1 next to vtok@2: the added tokens and the per-language ratios of GET /diff;
+        gone again when B is another tokenizer."""
+        page.select_option("#tok-a", versioned.NAME)
+        page.select_option("#tok-b", versioned.NAME)
+        page.select_option("#ver-a", "1")
+        page.select_option("#ver-b", "2")
+        page.fill("#text", VERSIONED_TEXT)
+        shown(page, VERSIONED_TEXT)
+        answer = call(http_server.base, "GET", "/diff?a=vtok@1&b=vtok@2")
+        assert answer.status == 200, answer.body
+        diff = answer.body
+        box = page.locator("#version-diff")
+        assert box.is_visible()
+        assert box.locator("h2").inner_text() == "vtok@1 → vtok@2"
+        added = box.locator(".diff-added .chip").evaluate_all(
+            "cs => cs.map(c => Number(c.dataset.id))")
+        assert added == [row["id"] for row in diff["added"]] and diff["summary"]["added"] > 0
+        assert f"added {diff['summary']['added']} " in box.locator(".diff-summary").inner_text()
+        rows = box.locator(".diff-languages tbody tr").evaluate_all(
+            "rs => rs.map(r => [r.dataset.language, r.cells[3].textContent])")
+        assert rows == [[r["language"], f"{r['ratio']:.3f}"] for r in diff["languages"]]
+        assert len(rows) == 20
+        page.select_option("#tok-b", "gpt2")
+        shown(page, VERSIONED_TEXT)
+        assert box.is_hidden()
 
 
 def test_the_screenshot_script_writes_a_png(tmp_path: Path) -> None:

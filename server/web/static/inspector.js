@@ -1,4 +1,6 @@
-// The inspector page: plain JavaScript over the JSON API (POST tokenize, GET tokenizers).
+// The inspector page: plain JavaScript over the JSON API (POST tokenize, GET tokenizers, GET
+// tokenizers/{ref}/lint, GET diff). Pieces carry lint marks (unreachable, glitch candidate,
+// partial UTF-8: docs/lint.md); two versions of one tokenizer get a version-diff panel.
 // State can come from the query string (?a=o200k_base&b=mytok@2&text=...&add_special=1), so
 // a view can be linked to and screenshots are reproducible. A registry tokenizer is picked by
 // name and then version or alias (the references Encode takes: name, name@7, name@stable).
@@ -12,6 +14,11 @@ let sequence = 0;  // the newest update; older answers are dropped
 let timer = 0;
 let listing = new Map();  // name -> its /tokenizers entry (versions, latest_version, aliases)
 const SIDES = [["tok-a", "ver-a"], ["tok-b", "ver-b"]];
+// The finding kinds marked on pieces, and their CSS class.
+const MARKS = {"unreachable": "lint-unreachable", "glitch-candidate": "lint-glitch",
+  "partial-utf8": "lint-partial"};
+const lints = new Map();  // resolved ref -> Promise of its lint (full depth), asked once
+const diffs = new Map();  // "a b" -> Promise of their diff, asked once
 
 async function api(path, body) {
   const init = body === undefined ? {} : {
@@ -23,6 +30,40 @@ async function api(path, body) {
     throw new Error(data.error ? data.error.message : response.statusText);
   }
   return data;
+}
+
+// A GET asked once per page, its answer kept; a refusal resolves to {error} (shown in its
+// place, never thrown) and is asked again on the next update (the server may have been busy:
+// it runs --max-lint-calls at once, so the page asks for one lint or diff at a time).
+function once(cache, key, path) {
+  if (!cache.has(key)) {
+    cache.set(key, api(path).catch((error) => {
+      cache.delete(key);
+      return {error: error.message};
+    }));
+  }
+  return cache.get(key);
+}
+
+function lintOf(ref) {
+  return once(lints, ref,
+    `tokenizers/${encodeURIComponent(ref)}/lint?depth=full&list_partial_utf8=true`);
+}
+
+function diffOf(a, b) {
+  const query = new URLSearchParams({a, b});
+  return once(diffs, `${a} ${b}`, `diff?${query}`);
+}
+
+// id -> the marked findings of that id (unreachable, glitch candidate, partial UTF-8).
+function marksOf(lint) {
+  const marks = new Map();
+  for (const finding of (lint && lint.findings) || []) {
+    if (!(finding.kind in MARKS) || finding.id === null) continue;
+    if (!marks.has(finding.id)) marks.set(finding.id, []);
+    marks.get(finding.id).push(finding);
+  }
+  return marks;
 }
 
 function utf8Length(text) {
@@ -77,7 +118,57 @@ function stat(label, cls, value) {
   return span;
 }
 
-function renderPanel(text, answer, otherSpans) {
+// A token of a lint finding or a diff as a chip: its text (\xNN for partial UTF-8).
+function chip(token, id, classes, title) {
+  const span = document.createElement("span");
+  span.className = ["chip", ...classes].join(" ");
+  let text = null;
+  try {
+    text = new TextDecoder("utf-8", {fatal: true}).decode(
+      new Uint8Array(hexBytes(token.hex).map((b) => parseInt(b, 16))));
+  } catch {
+    text = null;
+  }
+  span.textContent = text === null ? hexBytes(token.hex).map((b) => `\\x${b}`).join("") : text;
+  span.title = title;
+  span.dataset.id = id;
+  return span;
+}
+
+// The lint strip of a panel: counts per kind that ran, the unreachable tokens (no text
+// encodes to them, so they never show among the pieces) and the first glitch candidates.
+function renderLint(lint) {
+  const box = document.createElement("div");
+  box.className = "lint-strip";
+  if (!lint || lint.error) {
+    box.classList.add("lint-error");
+    box.textContent = `lint: ${lint ? lint.error : "not asked"}`;
+    return box;
+  }
+  const counts = Object.entries(lint.summary).filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${kind} ${n}`).join(" · ");
+  const head = document.createElement("p");
+  head.className = "lint-counts";
+  head.textContent = `lint: ${counts || "no findings"}` +
+    (lint.truncated ? " (findings listed up to the server's limit)" : "");
+  box.append(head);
+  for (const [kind, label, most] of [["unreachable", "unreachable", 50],
+    ["glitch-candidate", "glitch candidates", 10]]) {
+    const found = lint.findings.filter((f) => f.kind === kind).slice(0, most);
+    if (!found.length) continue;
+    const row = document.createElement("p");
+    row.className = `lint-list ${MARKS[kind]}-list`;
+    row.append(`${label}: `);
+    for (const f of found) {
+      row.append(chip(f.token, f.id, ["lint", MARKS[kind]], `id ${f.id} · ${kind}: ${f.message}`));
+    }
+    box.append(row);
+  }
+  return box;
+}
+
+function renderPanel(text, answer, otherSpans, lint) {
+  const marks = marksOf(lint);
   const result = answer.results[0];
   const panel = document.createElement("article");
   panel.className = "panel";
@@ -107,9 +198,13 @@ function renderPanel(text, answer, otherSpans) {
     if (token.byte_fallback) classes.push("byte-fallback");
     else if (token.text === null) classes.push("partial");
     if (otherSpans && own[i] !== null && !otherSpans.has(own[i])) classes.push("differs");
+    const found = token.special ? [] : marks.get(token.id) || [];
+    for (const f of found) classes.push("lint", MARKS[f.kind]);
     span.className = classes.join(" ");
     span.textContent = pieceLabel(token);
-    span.title = describe(answer.tokenizer, token);
+    span.title = describe(answer.tokenizer, token) +
+      found.map((f) => ` · lint ${f.kind}: ${f.message}`).join("");
+    if (found.length) span.dataset.lint = found.map((f) => f.kind).join(" ");
     Object.assign(span.dataset, {
       id: token.id, bytes: token.bytes, start: token.start, end: token.end,
     });
@@ -118,15 +213,91 @@ function renderPanel(text, answer, otherSpans) {
   const ids = document.createElement("p");
   ids.className = "ids";
   ids.textContent = `ids: [${result.ids.join(", ")}]`;
-  panel.append(title, stats, pieces, ids);
+  panel.append(title, stats, pieces, ids, renderLint(lint));
   return panel;
 }
 
-function render(text, answers) {
+// The version-diff panel (two versions of one tokenizer): what changed, the tokens added and
+// removed, the token count per language B / A on the server's parallel corpus.
+function renderVersionDiff(diff) {
+  const box = $("version-diff");
+  if (!diff) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const title = document.createElement("h2");
+  const parts = [title];
+  if (diff.error) {
+    title.textContent = "version diff";
+    const p = document.createElement("p");
+    p.className = "lint-error";
+    p.textContent = diff.error;
+    parts.push(p);
+  } else {
+    const s = diff.summary;
+    title.textContent = `${diff.a} → ${diff.b}`;
+    const line = document.createElement("p");
+    line.className = "diff-summary";
+    line.textContent = `added ${s.added} · removed ${s.removed} · ids whose bytes changed ` +
+      `${s.changed} · moved ${s.moved} · merges reordered ${s.reordered_merges} · ` +
+      `special-token changes ${s.special_changes} · n_vocab ${diff.n_vocab.a} → ` +
+      `${diff.n_vocab.b}`;
+    parts.push(line);
+    for (const error of diff.errors) {
+      const p = document.createElement("p");
+      p.className = "diff-error";
+      p.textContent = `error: ${error}`;
+      parts.push(p);
+    }
+    for (const [key, label] of [["added", "added"], ["removed", "removed"]]) {
+      if (!diff[key].length) continue;
+      const row = document.createElement("p");
+      row.className = `diff-tokens diff-${key}`;
+      row.append(`${label} (${s[key]}${s[key] > diff[key].length ? ", first " +
+        diff[key].length : ""}): `);
+      for (const t of diff[key]) {
+        row.append(chip(t.token, t.id, [`diff-${key}-token`], `${label} · id ${t.id}`));
+      }
+      parts.push(row);
+    }
+    const table = document.createElement("table");
+    table.className = "diff-languages";
+    const head = table.createTHead().insertRow();
+    for (const h of ["language", diff.a, diff.b, "B / A"]) {
+      const th = document.createElement("th");
+      th.textContent = h;
+      head.append(th);
+    }
+    const body = table.createTBody();
+    for (const row of diff.languages) {
+      const tr = body.insertRow();
+      tr.dataset.language = row.language;
+      for (const value of [`${row.name} (${row.language})`, row.a, row.b,
+        row.ratio.toFixed(3)]) {
+        tr.insertCell().textContent = String(value);
+      }
+      tr.classList.toggle("cheaper", row.ratio < 1);
+      tr.classList.toggle("dearer", row.ratio > 1);
+    }
+    parts.push(table);
+  }
+  box.replaceChildren(...parts);
+  box.hidden = false;
+}
+
+// Two references of one registry name (vtok@1 and vtok@2, or vtok@stable) that resolve to two
+// different versions.
+function sameTokenizer(a, b) {
+  const name = (ref) => ref.split("@")[0];
+  return a !== b && name(a) === name(b) && a.includes("@") && b.includes("@");
+}
+
+function render(text, answers, lintAnswers) {
   const panels = $("panels");
   const sets = answers.map((a) => new Set(spans(a.results[0].tokens).filter(Boolean)));
   panels.replaceChildren(...answers.map((answer, i) =>
-    renderPanel(text, answer, answers.length === 2 ? sets[1 - i] : null)));
+    renderPanel(text, answer, answers.length === 2 ? sets[1 - i] : null, lintAnswers[i])));
   panels.classList.toggle("two", answers.length === 2);
   const diff = $("diff");
   if (answers.length === 2) {
@@ -191,12 +362,19 @@ async function update() {
   });
   try {
     const answers = await Promise.all(refs.map((ref) => api("tokenize", body(ref))));
+    const resolved = answers.map((a) => a.tokenizer);
+    const lintAnswers = [];
+    for (const ref of resolved) lintAnswers.push(await lintOf(ref));  // one at a time
+    const versionDiff = resolved.length === 2 && sameTokenizer(...resolved) ?
+      await diffOf(...resolved) : null;
     if (mine !== sequence) return;
-    render(text, answers);
+    render(text, answers, lintAnswers);
+    renderVersionDiff(versionDiff);
     $("error").hidden = true;
   } catch (error) {
     if (mine !== sequence) return;
     $("panels").replaceChildren();
+    renderVersionDiff(null);
     $("diff").hidden = true;
     $("error").textContent = error.message;
     $("error").hidden = false;
@@ -239,7 +417,7 @@ async function start() {
     $(id).addEventListener("change", update);
   }
   $("panels").addEventListener("mouseover", (event) => {
-    const piece = event.target.closest(".piece");
+    const piece = event.target.closest(".piece, .chip");
     if (piece) $("hover").textContent = piece.title;
   });
   document.body.dataset.ready = "1";
