@@ -26,6 +26,7 @@ from tokend.server.config import ServerConfig
 from tokend.server.streaming import StreamSlots
 from tokend.server.tokenizers import Served
 
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 DEPTHS = ("full", "import")  # "full": everything (the default); "import": what publish runs
 DEFAULT_FINDINGS = 1000  # findings listed when the request says 0
 DEFAULT_TOP = 10  # a diff's texts whose counts changed most, when the request says 0
@@ -46,7 +47,7 @@ class LintRequest:
 class Linted:
     tokenizer: str  # the resolved reference
     depth: str  # "full" or "import"
-    report: LintReport  # its findings cut to the request's max_findings
+    report: LintReport  # its findings, errors then warnings then info, cut to max_findings
     truncated: bool  # the findings were cut (the counts were not)
 
 
@@ -128,10 +129,11 @@ def lint(request: LintRequest, get: Get, config: ServerConfig, slots: StreamSlot
         report = lint_tokenizer(served.encoding, name=served.ref, full=depth == "full",
                                 list_partial=request.list_partial,
                                 check=lambda: check_alive(context))
-    truncated = len(report.findings) > wanted
-    if truncated:
-        report = dataclasses.replace(report, findings=report.findings[:wanted])
-    return Linted(served.ref, depth, report, truncated)
+    # Errors first, then warnings, then info (core's order within each), so that a cut list
+    # keeps what matters: listed partial-UTF-8 tokens never push unreachable ones out.
+    ordered = sorted(report.findings, key=lambda f: SEVERITY_ORDER[f.severity])
+    report = dataclasses.replace(report, findings=ordered[:wanted])
+    return Linted(served.ref, depth, report, len(ordered) > wanted)
 
 
 def diff(request: DiffRequest, get: Get, config: ServerConfig, slots: StreamSlots,

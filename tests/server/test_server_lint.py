@@ -45,7 +45,12 @@ def finding_rows(response: pb.LintResponse) -> list[dict[str, Any]]:
     return rows
 
 
+SEVERITIES = ["error", "warning", "info"]
+
+
 def core_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Core's findings as the service lists them: errors, warnings, then info (stable)."""
+    findings = sorted(findings, key=lambda row: SEVERITIES.index(row["severity"]))
     for row in findings:
         if "token" in row:
             row["token"] = {"text": row["token"]["text"], "hex": row["token"]["hex"]}
@@ -95,6 +100,17 @@ class TestLint:
             max_findings=20), timeout=60)
         assert len(response.findings) == 20 and response.truncated
         assert response.summary["partial-utf8"] == not_utf8_count("r50k_base")
+
+    def test_a_cut_list_keeps_the_warnings(self, served: Any) -> None:
+        """o200k_base with its 1,562 partial-UTF-8 tokens listed and 40 findings: the 19 holes
+        and the 12 unreachable tokens (warnings) come before the partial ones (info)."""
+        response = served.stub.Lint(pb.LintRequest(
+            tokenizer="o200k_base", depth=pb.LINT_DEPTH_IMPORT, list_partial_utf8=True,
+            max_findings=40), timeout=60)
+        kinds = [f.kind for f in response.findings]
+        warnings = response.summary["hole"] + response.summary["unreachable"]
+        assert kinds[:warnings] == ["hole"] * 19 + ["unreachable"] * 12
+        assert kinds[warnings:] == ["partial-utf8"] * (40 - warnings) and response.truncated
 
     def test_a_passed_deadline_stops_the_lint(self, served: Any) -> None:
         with pytest.raises(grpc.RpcError) as err:

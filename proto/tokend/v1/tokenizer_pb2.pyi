@@ -1848,7 +1848,11 @@ class LintResponse(_message.Message):
     """More findings were listable than max_findings: the list was cut (the counts were not)."""
     seconds: _builtins.float
     @_builtins.property
-    def findings(self) -> _containers.RepeatedCompositeFieldContainer[Global___LintFinding]: ...
+    def findings(self) -> _containers.RepeatedCompositeFieldContainer[Global___LintFinding]:
+        """Errors first, then warnings, then info (each in docs/lint.md's order), so that a list cut
+        at max_findings keeps what matters.
+        """
+
     @_builtins.property
     def summary(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
         """Findings per kind, for every kind that ran (zero included)."""
