@@ -76,11 +76,23 @@ class HttpMetrics:
             return
         start = time.perf_counter()
         status = 500
+        recorded = False
+
+        def record() -> None:
+            nonlocal recorded
+            recorded = True
+            handler = handler_label(scope.get("path", ""))
+            method = scope.get("method", "")
+            method = method if method in ("GET", "POST", "HEAD") else "other"
+            metrics.child(metrics.HTTP_REQUESTS, handler, method, str(status)).inc()
+            metrics.child(metrics.HTTP_SECONDS, handler).observe(time.perf_counter() - start)
 
         async def send_status(message: AsgiMessage) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                record()  # before the last byte goes out: a client that got it sees it counted
             await send(message)
 
         route = None
@@ -95,11 +107,8 @@ class HttpMetrics:
             else:
                 await self.app(scope, receive, send_status)
         finally:
-            handler = handler_label(scope.get("path", ""))
-            method = scope.get("method", "")
-            method = method if method in ("GET", "POST", "HEAD") else "other"
-            metrics.child(metrics.HTTP_REQUESTS, handler, method, str(status)).inc()
-            metrics.child(metrics.HTTP_SECONDS, handler).observe(time.perf_counter() - start)
+            if not recorded:  # no answer went out (the client left, or an error escaped)
+                record()
 
 
 def handler_label(path: str) -> str:
