@@ -58,9 +58,10 @@ class TestWorkerKilledUnderLoad:
                                                               record_property) -> None:
         """SIGKILL of a worker under a closed-loop load of 8 connections: 4 bare stubs (a call
         waits for a connection, ``wait_for_ready``, but is never retried) lose only the calls
-        in flight on the killed worker, at most one per connection; 4 ``tokend.client`` clients
-        (UNAVAILABLE retried by the channel's retry policy) lose none. The supervisor starts a
-        new worker and every call after that succeeds. The counts are printed (``-s``)."""
+        the killed worker took (at most two per connection, see below); 4 ``tokend.client``
+        clients (UNAVAILABLE retried by the channel's retry policy) lose none. The supervisor
+        starts a new worker and every call after that succeeds. The counts are printed (``-s``).
+        """
         from tokend.client import Client
 
         served = tokend_factory(workers=2)
@@ -123,7 +124,12 @@ class TestWorkerKilledUnderLoad:
               f"{sum(failed['client'].values())} of {total['client']}; the new worker was "
               f"ready {restarted_at - killed_at:.2f} s after the kill")
         assert set(failed["bare"]) <= {"UNAVAILABLE"}, failed
-        assert sum(failed["bare"].values()) <= 4
+        # At most two per connection: the call in flight, and one whose reconnect landed in
+        # the dying worker's accept queue (SIGKILL tears the process's memory down before its
+        # listening socket is closed, and the kernel keeps handing it connections meanwhile;
+        # seen once: 5 of 4 x ~900 calls, on a fresh clone at 29eee7b). tokend.client retries
+        # both kinds, so it loses none.
+        assert sum(failed["bare"].values()) <= 2 * 4
         assert sum(failed["client"].values()) == 0, failed
         assert sum(1 for _, t, code in outcomes if t < killed_at and code == "OK") > 0
         late = [code for _, t, code in outcomes if t > restarted_at + 0.5]
