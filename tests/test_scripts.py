@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,9 +83,13 @@ class TestSetupStamp:
         assert time.monotonic() - start < 5.0
         assert stamp.read_text() == before
 
-    def test_serve_installs_the_runtime_only(self) -> None:
+    def test_serve_installs_the_server_extra(self) -> None:
+        """serve.sh asks for the `server` extra, which a test or dev install already holds."""
         text = (ROOT / "scripts" / "serve.sh").read_text()
-        assert 'TOKEND_EXTRAS="" bash scripts/setup.sh' in text
+        assert "TOKEND_EXTRAS=server bash scripts/setup.sh" in text
+        extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"]
+        assert "tokend[server,s3,plot]" in extras["test"] and "tokend[test]" in extras["dev"]
         test_sh = (ROOT / "scripts" / "test.sh").read_text()
         assert "export TOKEND_REQUIRE_COMPILED=1" in test_sh
         assert "TOKEND_EXTRAS" not in test_sh  # the dev extras, setup.sh's default
