@@ -1,0 +1,112 @@
+"""The Go client module (client/go): generated code current, its own tests, and a program
+outside the repository that imports it, built offline from Debian's packages (GOPATH mode, as
+docs/clients.md says), counting a chat against a real server.
+
+No skipping: without the Go toolchain the tests fail and say how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tokend.client import ChatMessage, Client
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE_DIR = ROOT / "client" / "go"
+GO_MODULE = "tokend.dev/client/go"
+HINT = "run `bash scripts/setup-test-tools.sh` (installs Debian's Go toolchain and packages)"
+GO_BUILD_CACHE = ROOT / ".cache" / "interop" / "go-build-cache"  # shared with scripts/interop.py
+
+OUTSIDE_PROGRAM = """\
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"tokend.dev/client/go/tokend"
+	pb "tokend.dev/client/go/tokendv1"
+)
+
+func main() {
+	client, err := tokend.Dial(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count, err := client.Count(ctx, &pb.CountTokensRequest{Model: "gpt-4o",
+		Messages: []*pb.ChatMessage{{Role: "system", Content: "Be brief."},
+			{Role: "user", Content: "Weather in Oslo?", Name: "ann"}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(count.GetTotal(), count.GetChatRule(), count.GetExact())
+}
+"""
+
+
+def go_env(gopath: Path) -> dict[str, str]:
+    """GOPATH mode, offline: ``gopath`` first, then Debian's Go sources."""
+    assert shutil.which("go"), f"go is not on PATH: {HINT}"
+    return {**os.environ, "GOPATH": f"{gopath}{os.pathsep}/usr/share/gocode",
+            "GO111MODULE": "off", "GOPROXY": "off", "GOFLAGS": "",
+            "GOCACHE": str(GO_BUILD_CACHE), "GRPC_GO_RETRY": "on"}
+
+
+def install_module(gopath: Path) -> Path:
+    """Copy the module where GOPATH mode looks for its import path, as a user would."""
+    target = gopath / "src" / GO_MODULE
+    shutil.copytree(MODULE_DIR, target)
+    return target
+
+
+class TestGoClient:
+    def test_generated_code_is_current(self, tmp_path: Path) -> None:
+        """`scripts/gen_proto.py --go` into a temp dir gives the committed tokendv1 files."""
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_proto.py"), "--go",
+                        "--out", str(tmp_path)], check=True, capture_output=True)
+        fresh = {p.name: p.read_bytes() for p in (tmp_path / "tokendv1").iterdir()}
+        committed = {p.name: p.read_bytes() for p in (MODULE_DIR / "tokendv1").iterdir()}
+        assert set(fresh) == set(committed), f"run `{sys.executable} scripts/gen_proto.py --go`"
+        stale = [name for name in fresh if fresh[name] != committed[name]]
+        assert not stale, f"{stale} stale: run `.venv/bin/python scripts/gen_proto.py --go`"
+
+    def test_go_unit_tests_pass(self, tmp_path: Path) -> None:
+        """`go test` of the wrapper: retries on UNAVAILABLE, typed errors with details."""
+        module = install_module(tmp_path / "gopath")
+        result = subprocess.run(["go", "test", "./tokend/"], cwd=module,
+                                env=go_env(tmp_path / "gopath"), capture_output=True,
+                                text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def test_outside_program_counts_a_chat(self, tmp_path: Path, tokend_service: Any) -> None:
+        """A program outside the repository imports the module, builds offline and counts a
+        chat as the Python client does."""
+        gopath = tmp_path / "gopath"
+        install_module(gopath)
+        program = gopath / "src" / "example.com" / "countchat"
+        program.mkdir(parents=True)
+        (program / "main.go").write_text(OUTSIDE_PROGRAM, encoding="utf-8")
+        env = go_env(gopath)
+        build = subprocess.run(["go", "build", "-o", str(tmp_path / "countchat"), "."],
+                               cwd=program, env=env, capture_output=True, text=True,
+                               timeout=300, check=False)
+        assert build.returncode == 0, build.stdout + build.stderr
+        run = subprocess.run([str(tmp_path / "countchat"), tokend_service.target], env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 0, run.stderr
+        with Client(tokend_service.target, timeout=30) as tok:
+            want = tok.count_tokens("", messages=[
+                ChatMessage("system", "Be brief."),
+                ChatMessage("user", "Weather in Oslo?", name="ann")], model="gpt-4o")
+        assert run.stdout.split() == [str(want.total), want.chat_rule, str(want.exact).lower()]
