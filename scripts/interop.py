@@ -54,6 +54,7 @@ HINT = "run `bash scripts/setup-test-tools.sh` (installs the Debian toolchains)"
 STREAM_TEXT = "Grüße aus 日本 👍🏽 and more"
 CHUNK_TEXT = "The quick brown fox jumps over the lazy dog. " * 6
 REQUEST_ID = "interop-rid-42"
+PROGRAM_SECONDS = 180  # one program's whole run (a JVM starting on a loaded machine)
 
 
 def googleapis_protos() -> Path:
@@ -88,6 +89,15 @@ def cache_dir(lang: str, sources: list[Path], versions: list[list[str]]) -> tupl
     return folder, (folder / "built").exists()
 
 
+def finish(folder: Path) -> None:
+    """Mark a build done and drop the language's older builds (other hashes)."""
+    (folder / "built").touch()
+    lang = folder.name.rsplit("-", 1)[0]
+    for old in CACHE.glob(f"{lang}-*"):
+        if old != folder and old.name.rsplit("-", 1)[0] == lang:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def files(*roots: Path, suffix: str = "") -> list[Path]:
     return [p for root in roots for p in ([root] if root.is_file() else root.rglob(f"*{suffix}"))
             if p.is_file()]
@@ -111,7 +121,7 @@ def build_go() -> list[str]:
         env = {**os.environ, "GOPATH": f"{gopath}:{GOCODE}", "GO111MODULE": "off",
                "GOPROXY": "off", "GOFLAGS": "", "GOCACHE": str(CACHE / "go-build-cache")}
         run(["go", "build", "-o", str(out / "interop"), "."], cwd=INTEROP / "go", env=env)
-        (out / "built").touch()
+        finish(out)
     return [str(out / "interop")]
 
 
@@ -133,7 +143,7 @@ def build_cpp() -> list[str]:
         flags = run(["pkg-config", "--cflags", "--libs", "grpc++", "protobuf"]).split()
         run(["g++", "-std=c++17", "-O0", f"-I{gen}", str(INTEROP / "cpp" / "interop.cc"),
              *map(str, gen.rglob("*.cc")), "-o", str(out / "interop"), *flags])
-        (out / "built").touch()
+        finish(out)
     return [str(out / "interop")]
 
 
@@ -166,7 +176,7 @@ def build_java() -> list[str]:
              "google/rpc/error_details.proto"])
         run(["javac", "-nowarn", "-d", str(classes), "-cp", classpath,
              *map(str, gen.rglob("*.java")), str(INTEROP / "java" / "Interop.java")])
-        (out / "built").touch()
+        finish(out)
     # subtle: Debian's netty-handler is built without its JDK ALPN classes ("JDK provider does
     # not support ALPN protocol"), so gRPC over TLS needs OpenSSL through netty-tcnative. Its
     # JNI library loads only under netty's name for it (libnetty_tcnative.so; Debian installs
@@ -199,9 +209,12 @@ BUILDERS: dict[str, Callable[[], list[str]]] = {
 def run_program(command: list[str], plain: ServedProcess, tls: ServedProcess,
                 ca: Path) -> dict[str, str]:
     # GRPC_GO_RETRY=on: grpc-go before 1.40 (Debian's 1.33) applies retry policies only then.
-    result = subprocess.run([*command, plain.target, tls.target, str(ca)], capture_output=True,
-                            text=True, timeout=120, check=False,
-                            env={**os.environ, "GRPC_GO_RETRY": "on"})
+    try:
+        result = subprocess.run([*command, plain.target, tls.target, str(ca)],
+                                capture_output=True, text=True, timeout=PROGRAM_SECONDS,
+                                check=False, env={**os.environ, "GRPC_GO_RETRY": "on"})
+    except subprocess.TimeoutExpired as err:
+        return {"exit": f"ERROR no answer within {PROGRAM_SECONDS} s: {err.stdout!r}"}
     cells = dict(line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)
     if result.returncode != 0 or set(cells) != set(CASES):
         cells.setdefault("exit", f"ERROR status {result.returncode}: {result.stderr[-2000:]}")
@@ -254,14 +267,15 @@ def main() -> int:
         tls_future = pool.submit(start_tokend, base / "tls", "--tls-cert", str(certs.server_cert),
                                  "--tls-key", str(certs.server_key), workers=1)
         builds = {lang: pool.submit(BUILDERS[lang]) for lang in langs}
-        commands = {lang: future.result() for lang, future in builds.items()}
-        built = time.monotonic()
-        plain, tls = plain_future.result(), tls_future.result()
         try:
-            results = {lang: run_program(commands[lang], plain, tls, certs.ca) for lang in langs}
-        finally:
-            plain.stop()
-            tls.stop()
+            commands = {lang: future.result() for lang, future in builds.items()}
+            built = time.monotonic()
+            results = {lang: run_program(commands[lang], plain_future.result(),
+                                         tls_future.result(), certs.ca) for lang in langs}
+        finally:  # a failed build or a server that did not start: stop whichever started
+            for future in (plain_future, tls_future):
+                if future.exception() is None:
+                    future.result().stop()
     reference = results["python"]
     misses: dict[tuple[str, str], str] = {
         ("python", case): why for case, why in reference_misses(reference).items()}
