@@ -24,6 +24,52 @@ HINT = "run `bash scripts/setup-test-tools.sh` (installs Debian's Go toolchain a
 GO_BUILD_CACHE = ROOT / ".cache" / "interop" / "go-build-cache"  # shared with scripts/interop.py
 
 DOCS = ROOT / "docs" / "clients.md"
+TRUNCATE_TEXT = "Grüße aus 日本 👍🏽 — " * 20
+
+# The wrapper's Truncate, ListTokenizers and an EncodeStream refusal, printed for comparison
+# with the Python client (scripts/interop.sh covers the other methods in every language).
+WRAPPER_PROGRAM = """\
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"tokend.dev/client/go/tokend"
+	pb "tokend.dev/client/go/tokendv1"
+)
+
+func main() {
+	client, err := tokend.Dial(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cut, err := client.Truncate(ctx, &pb.TruncateRequest{Tokenizer: "o200k_base",
+		Text: strings.Repeat("Grüße aus 日本 👍🏽 — ", 20), MaxTokens: 25,
+		Keep: pb.TruncateKeep_TRUNCATE_KEEP_BOTH})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("truncate %d %d %d %t %v\\n", cut.GetCount(), cut.GetHeadChars(),
+		cut.GetTailChars(), cut.GetTruncated(), cut.GetIds())
+	listed, err := client.ListTokenizers(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, summary := range listed.GetTokenizers() {
+		fmt.Printf("tokenizer %s %d\\n", summary.GetName(), summary.GetVocabSize())
+	}
+	_, err = client.EncodeStream(ctx, "no-such-tokenizer", nil, []string{"a", "b"})
+	terr, ok := tokend.AsError(err)
+	fmt.Printf("refused %t %v %s\\n", ok, terr.Code, terr.Reason)
+}
+"""
 
 
 def docs_go_example() -> str:
@@ -88,3 +134,32 @@ class TestGoClient:
             want = tok.count_tokens("", messages=[ChatMessage("user", "Weather in Oslo?")],
                                     model="gpt-4o")
         assert run.stdout.split() == [str(want.total), str(want.exact).lower()]
+
+    def test_wrapper_truncate_list_and_stream_refusal(
+        self, tmp_path: Path, tokend_service: Any
+    ) -> None:
+        """Truncate and ListTokenizers answer as the Python client's; a refused EncodeStream
+        comes back as *tokend.Error with the server's ErrorInfo reason."""
+        gopath = tmp_path / "gopath"
+        install_module(gopath)
+        program = gopath / "src" / "example.com" / "wrapper"
+        program.mkdir(parents=True)
+        (program / "main.go").write_text(WRAPPER_PROGRAM, encoding="utf-8")
+        env = go_env(gopath)
+        build = subprocess.run(["go", "build", "-o", str(tmp_path / "wrapper"), "."],
+                               cwd=program, env=env, capture_output=True, text=True,
+                               timeout=300, check=False)
+        assert build.returncode == 0, build.stdout + build.stderr
+        run = subprocess.run([str(tmp_path / "wrapper"), tokend_service.target], env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 0, run.stdout + run.stderr
+        with Client(tokend_service.target, timeout=30) as tok:
+            cut = tok.truncate("o200k_base", TRUNCATE_TEXT, 25, keep="both")
+            listed = tok.list_tokenizers()
+        ids = " ".join(map(str, cut.ids))
+        want = [f"truncate {cut.count} {cut.head_chars} {cut.tail_chars} "
+                f"{str(cut.truncated).lower()} [{ids}]",
+                *(f"tokenizer {t.name} {t.vocab_size}" for t in listed),
+                "refused true NotFound UnknownTokenizer"]
+        assert cut.truncated and cut.count <= 25
+        assert run.stdout.splitlines() == want
