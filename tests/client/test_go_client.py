@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tokend.client import ChatMessage, Client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +108,7 @@ class TestGoClient:
         stale = [name for name in fresh if fresh[name] != committed[name]]
         assert not stale, f"{stale} stale: run `.venv/bin/python scripts/gen_proto.py --go`"
 
+    @pytest.mark.timeout(600)  # a cold Go build cache compiles grpc-go first
     def test_go_unit_tests_pass(self, tmp_path: Path) -> None:
         """`go test` of the wrapper: retries on UNAVAILABLE, typed errors with details."""
         module = install_module(tmp_path / "gopath")
