@@ -293,8 +293,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                         pat_str=trained.pattern,
                                         special_tokens=trained.special_tokens)
     http_port = free_port() if args.hostile else 0
-    server = start_server(base, args.workers, *(
-        ("--http-port", str(http_port), "--stream-idle-seconds", "10") if args.hostile else ()))
+    extra: tuple[str, ...] = (
+        ("--http-port", str(http_port), "--stream-idle-seconds", "10") if args.hostile else ())
+    if args.cache_entries is not None:
+        extra += ("--cache-entries", str(args.cache_entries))
+    server = start_server(base, args.workers, *extra)
     print(f"serving on {server.target}; load for {args.duration:.0f} s", file=sys.stderr)
     load = Load(server.target, ["o200k_base", "cl100k_base", "soak-base"], args.seed)
     threads = [threading.Thread(target=load.client, args=(i,), daemon=True)
@@ -440,6 +443,10 @@ def main() -> int:
     parser.add_argument("--train-every", type=float, default=120.0,
                         help="seconds between training jobs (0: none)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cache-entries", type=int,
+                        help="the server's cache budget per encoding (default: the server's); "
+                             "a small one fills in seconds, so a short run reaches the steady "
+                             "state and every later sample shows what stays bounded")
     parser.add_argument("--hostile", action="store_true",
                         help="add hostile clients (soak_hostile.py) beside the load")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "soak.png")
