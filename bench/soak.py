@@ -1,7 +1,8 @@
 """Soak: a steady mixed load on a real ``tokend serve`` for minutes, sampled every few seconds.
 
     .venv/bin/python bench/soak.py                                  # 10 minutes -> docs/soak.png
-    .venv/bin/python bench/soak.py --duration 20 --interval 5 --check --plot /tmp/soak.png
+    .venv/bin/python bench/soak.py --duration 30 --interval 2 --threads 4 --train-every 8 \
+        --cache-entries 4096 --check --max-growth 0.03 --plot /tmp/soak.png   # CI's smoke
     .venv/bin/python bench/soak.py --hostile --check --plot docs/soak_hostile.png
 
 It starts ``tokend serve`` (``--workers`` processes), then ``--threads`` closed-loop client
@@ -18,7 +19,8 @@ half of the run, p99 range, total errors), writes them as JSON (``--json``) and 
 matplotlib (``--plot``). ``--hostile`` adds the clients of ``soak_hostile.py`` (half-open
 streams, stalled HTTP heads and scrapes, malformed input) and counts how the server ended
 each. With ``--check`` it exits 1 on any error, or if RSS grows by more than
-``--max-growth`` over the second half (RSS must level off: every cache is bounded).
+``--max-growth`` over the second half (RSS must level off: every cache is bounded; a short run
+needs a small ``--cache-entries`` to fill the caches early, see tests/test_soak_smoke.py).
 """
 
 from __future__ import annotations
