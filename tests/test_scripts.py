@@ -8,6 +8,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT / "scripts" / "setup.sh"
 
@@ -82,17 +84,19 @@ class TestSetupStamp:
         assert source_hash(tree) == base
         assert source_hash(tree, TOKEND_REQUIRE_COMPILED="1") != base
 
-    def test_an_unchanged_checkout_skips_pip(self, tmp_path: Path) -> None:
-        """With the stamp matching (scripts/test.sh just installed), the runtime-only install
-        that scripts/serve.sh asks for runs no pip and leaves the stamp alone (checked by a pip
-        stub, not a time bound: that counted the wait for the lock on a loaded machine)."""
+    @pytest.mark.parametrize("extras", ["server", ""])
+    def test_an_unchanged_checkout_skips_pip(self, tmp_path: Path, extras: str) -> None:
+        """With the stamp matching (scripts/test.sh just installed), the server install that
+        scripts/serve.sh asks for, and the runtime-only one, run no pip and leave the stamp
+        alone (checked by a pip stub, not a time bound: that counted the wait for the lock on
+        a loaded machine)."""
         stamp = ROOT / ".venv" / ".tokend-install-stamp"
         subprocess.run(["bash", str(SETUP)], check=True, capture_output=True,
                        env={**os.environ, "TOKEND_EXTRAS": "dev"})
         before = stamp.read_text()
         path, mark = pip_stub(tmp_path)
         run = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, check=False,
-                             env={**os.environ, "TOKEND_EXTRAS": "", "PYTHONPATH": path})
+                             env={**os.environ, "TOKEND_EXTRAS": extras, "PYTHONPATH": path})
         assert not mark.exists(), f"setup.sh ran pip: {mark.read_text()}"
         assert run.returncode == 0, run.stderr
         assert stamp.read_text() == before
