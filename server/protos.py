@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 
 from tokend.core.counting import Chunk
+from tokend.core.counting.breakdown import PARTS
 from tokend.core.training.spec import DEFAULT_MODEL
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.counting import (
@@ -170,15 +171,28 @@ def decode_response(result: Decoded) -> pb.DecodeResponse:
     return response
 
 
+# CountTokensResponse's fields that are often at their default (proto3 writes nothing then).
+_COUNT_EXTRAS = ("messages_count", "remaining", "estimate_reason", "chat_rule", "tools_count",
+                 "images_count", "model", "context_window", "max_output_tokens")
+
+
 def count_response(result: Counted) -> pb.CountTokensResponse:
-    return pb.CountTokensResponse(
-        tokenizer=result.tokenizer, counts=result.counts, messages_count=result.messages_count,
-        total=result.total, fits=result.fits, remaining=result.remaining, exact=result.exact,
-        estimate_reason=result.estimate_reason, chat_rule=result.chat_rule,
-        tools_count=result.tools_count, images_count=result.images_count, model=result.model,
-        context_window=result.context_window, max_output_tokens=result.max_output_tokens,
-        breakdown=pb.CountBreakdown(**result.breakdown.as_dict()),
-    )
+    # subtle: only the fields that are not at their default are set (the same message, and
+    # the same bytes): half the cost of passing all fifteen, on every CountTokens call.
+    response = pb.CountTokensResponse(tokenizer=result.tokenizer, counts=result.counts,
+                                      total=result.total, fits=result.fits, exact=result.exact)
+    for name in _COUNT_EXTRAS:
+        value = getattr(result, name)
+        if value:
+            setattr(response, name, value)
+    breakdown = response.breakdown
+    breakdown.SetInParent()  # present even when every part is 0, as it always was
+    parts = result.breakdown
+    for name in PARTS:
+        value = getattr(parts, name)
+        if value:
+            setattr(breakdown, name, value)
+    return response
 
 
 def truncate_response(truncated: Truncated) -> pb.TruncateResponse:
