@@ -33,6 +33,7 @@ from tokend.server.app.reporting import Reported, ReportRequest
 from tokend.server.app.specials import NO_POLICY, SpecialPolicy
 from tokend.server.app.training import TrainConfig, TrainMessage
 from tokend.server.jobs import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, Job
+from tokend.server.packed import encode_response_bytes
 from tokend.v1 import tokenizer_pb2 as pb
 
 _STATES = {
@@ -57,9 +58,10 @@ def policy(message: pb.SpecialTokenPolicy) -> SpecialPolicy:
                          tuple(message.disallowed))
 
 
-def encode_request(request: pb.EncodeRequest) -> EncodeRequest:
+def encode_request(request: pb.EncodeRequest, *, packed: bool = False) -> EncodeRequest:
+    """``packed``: the caller takes the response as wire bytes (``encode_wire``)."""
     return EncodeRequest(request.tokenizer, request.texts, policy(request.special_tokens),
-                         request.include_details, request.add_special_tokens)
+                         request.include_details, request.add_special_tokens, packed)
 
 
 def stream_start(first: pb.EncodeStreamRequest | None) -> StreamStart | None:
@@ -145,7 +147,25 @@ def train_messages(requests: Iterator[pb.TrainRequest]) -> Iterator[TrainMessage
 # -- results ----------------------------------------------------------------------------------
 
 
+def encode_wire(result: Encoded) -> pb.EncodeResponse | bytes:
+    """Encode's answer for grpcio: its serialized bytes when the engine wrote the ids as
+    packed varints (``packed.py``; the servicer's serializer passes them through), else the
+    message."""
+    data = _packed_response(result)
+    return encode_response(result) if data is None else data
+
+
+def _packed_response(result: Encoded) -> bytes | None:
+    if not result.results or result.results[0].packed is None:
+        return None
+    return encode_response_bytes(result.tokenizer,
+                                 [(item.packed or b"", item.count) for item in result.results])
+
+
 def encode_response(result: Encoded) -> pb.EncodeResponse:
+    data = _packed_response(result)
+    if data is not None:
+        return pb.EncodeResponse.FromString(data)
     response = pb.EncodeResponse(tokenizer=result.tokenizer)
     for item in result.results:
         out = response.results.add()

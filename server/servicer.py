@@ -79,9 +79,11 @@ class TokenizerService(pb_grpc.TokenizerServiceServicer):
 
     # -- tokens ------------------------------------------------------------------------------
 
-    def Encode(self, request: pb.EncodeRequest, context: grpc.ServicerContext) -> pb.EncodeResponse:
-        result = self.app.encode(protos.encode_request(request), GrpcCall(context))
-        return protos.encode_response(result)
+    def Encode(  # type: ignore[override]  # bytes: method_handlers' serializer passes them
+        self, request: pb.EncodeRequest, context: grpc.ServicerContext
+    ) -> pb.EncodeResponse | bytes:
+        result = self.app.encode(protos.encode_request(request, packed=True), GrpcCall(context))
+        return protos.encode_wire(result)
 
     def EncodeStream(
         self, request_iterator: Iterator[pb.EncodeStreamRequest], context: grpc.ServicerContext

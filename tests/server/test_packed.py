@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,3 +47,62 @@ class TestPacked:
         message = pb.EncodeResponse(tokenizer="gpt2", results=[pb.EncodeResult(ids=[1, 2])])
         assert response_serializer(message) == message.SerializeToString()
         assert response_serializer(b"\x0a\x01x") == b"\x0a\x01x"
+
+
+class TestEncodeOverGrpc:
+    """Encode served from the engine's packed ids: the bytes protobuf would send, the same
+    refusals. The engine's ``encode_varints`` when it has one, else a stand-in writing the
+    varints of ``encode``'s ids (the path is the server's either way)."""
+
+    @pytest.fixture
+    def server(self, fresh_server: Callable[..., Any]) -> Any:
+        running = fresh_server()
+        enc = running.server.tokenizers.get("o200k_base").encoding
+
+        def stand_in(text: str, *, allowed_special: Any = frozenset(),
+                     disallowed_special: Any = "all") -> tuple[bytes, int]:
+            ids = enc.encode(text, allowed_special=allowed_special,
+                             disallowed_special=disallowed_special)
+            return pack_ids(ids), len(ids)
+
+        engines = getattr(enc, "encode_varints", stand_in)
+        running.packed_calls = []
+
+        def counted(text: str, **policy: Any) -> tuple[bytes, int]:
+            running.packed_calls.append(text)
+            return engines(text, **policy)  # type: ignore[no-any-return]
+
+        object.__setattr__(enc, "encode_varints", counted)
+        return running
+
+    def test_bytes_are_protobufs(self, server: Any, tiktoken_ref: Any) -> None:
+        texts = ["hello world", "", "naïve café 😀 " * 50, "<|endoftext|> as text"]
+        request = pb.EncodeRequest(tokenizer="o200k_base", texts=texts,
+                                   special_tokens=pb.SpecialTokenPolicy(
+                                       disallowed_mode=pb.DISALLOWED_SPECIAL_NONE))
+        raw = server.channel.unary_unary("/tokend.v1.TokenizerService/Encode")(
+            request.SerializeToString())
+        ref = tiktoken_ref("o200k_base")
+        batch = [ref.encode(t, disallowed_special=()) for t in texts]
+        assert raw == protobuf_bytes("o200k_base", batch)
+        assert server.packed_calls == texts  # the packed path answered, no list of ids
+
+    def test_refusals_are_unchanged(self, server: Any) -> None:
+        with pytest.raises(grpc.RpcError) as refused:
+            server.stub.Encode(pb.EncodeRequest(tokenizer="o200k_base",
+                                                texts=["ok", "a <|endoftext|>"]))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "texts[1]" in (refused.value.details() or "")
+        too_many = "word " * (server.config.max_ids + 10)
+        with pytest.raises(grpc.RpcError) as limited:
+            server.stub.Encode(pb.EncodeRequest(tokenizer="o200k_base", texts=[too_many]))
+        assert limited.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def test_details_and_framing_still_come_as_lists(self, server: Any,
+                                                     tiktoken_ref: Any) -> None:
+        response = server.stub.Encode(pb.EncodeRequest(tokenizer="o200k_base",
+                                                       texts=["hello world"],
+                                                       include_details=True))
+        ids = tiktoken_ref("o200k_base").encode("hello world")
+        assert list(response.results[0].ids) == ids
+        assert [d.id for d in response.results[0].details] == ids
