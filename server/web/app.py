@@ -205,6 +205,13 @@ class WebApi:
     async def _timed_body(self, request: Request) -> bytes:
         """The body, which must arrive within --http-body-seconds (a stalled upload is
         refused instead of holding its connection)."""
+        # subtle: when uvicorn holds the whole body already (its cycle's last message came
+        # and receive() will not wait), the timeout is not armed: a timer and its handle cost
+        # ~3% of a 1 KB /count's CPU (bench/bench_http.py). Any other receive is timed.
+        cycle = getattr(request.receive, "__self__", None)
+        event = getattr(cycle, "message_event", None)
+        if getattr(cycle, "more_body", True) is False and event is not None and event.is_set():
+            return await self._body(request)
         # subtle: asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the read as a
         # task of its own, which cost ~15% of a 1 KB /count's CPU (two more event-loop turns).
         try:
