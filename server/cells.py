@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import struct
 import threading
 from typing import Any
 
@@ -31,28 +32,34 @@ from prometheus_client import Counter, Histogram
 # cell is written through cells only (the server's per-call families), so the only thing they
 # share is the file, whose slots are fixed once allocated.
 _LOCK = threading.Lock()
+_PACK = struct.Struct("dd").pack_into  # prometheus_client's mmap_dict packs (value, timestamp)
 
 
 class Cell:
     """One sample's value (``metric.labels(...)``'s ``_value``, or a histogram's ``_sum`` or
     bucket) with a direct write into the multiprocess file when there is one."""
 
-    __slots__ = ("_direct", "_value")
+    __slots__ = ("_file", "_pos", "_value")
     forked = False  # after a fork the bound files are the parent's: every cell uses inc()
 
     def __init__(self, value: Any) -> None:
         self._value = value
+        self._file: Any = None
         # An MmapedValue (multiprocess mode) carries its file and key; a MutexValue does not.
-        self._direct = bool(getattr(value, "_multiprocess", False)) and all(
-            hasattr(value, name) for name in ("_file", "_key", "_value", "_timestamp"))
+        file = getattr(value, "_file", None) if getattr(value, "_multiprocess", False) else None
+        if file is not None and hasattr(file, "_positions") and hasattr(file, "_m"):
+            file.read_value(value._key)  # allocates the value's slot if it had none
+            self._file = file
+            # subtle: a slot never moves once allocated (the file only grows; a grown file is
+            # mapped again, hence ``_m`` read per write), so its offset is bound here.
+            self._pos: int = file._positions[value._key]
 
     def add(self, amount: float) -> None:
         """Add ``amount`` (call it under ``_LOCK``, as ``write`` does)."""
         value = self._value
-        if self._direct and not Cell.forked:
-            value._value += amount
-            value._timestamp = 0.0
-            value._file.write_value(value._key, value._value, 0.0)
+        if self._file is not None and not Cell.forked:
+            value._value = total = value._value + amount
+            _PACK(self._file._m, self._pos, total, 0.0)  # value, timestamp: as inc() writes
         else:
             value.inc(amount)
 

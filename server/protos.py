@@ -80,17 +80,19 @@ def decode_request(request: pb.DecodeRequest) -> DecodeRequest:
 
 
 def count_request(request: pb.CountTokensRequest) -> CountRequest:
+    # Positional, in CountRequest's field order (a keyword call costs more, every call).
+    messages = request.messages
     return CountRequest(
-        tokenizer=request.tokenizer,
-        texts=request.texts,
-        messages=[chat_message(m) for m in request.messages],
-        plain_text=request.plain_text,
-        special_tokens=policy(request.special_tokens),
-        max_tokens=request.max_tokens if request.HasField("max_tokens") else None,
-        model=request.model,
-        tools_json=request.tools_json,
-        tool_choice=request.tool_choice,
-        add_special_tokens=request.add_special_tokens,
+        request.tokenizer,
+        request.texts,
+        [chat_message(m) for m in messages] if messages else (),
+        request.plain_text,
+        policy(request.special_tokens),
+        request.max_tokens if request.HasField("max_tokens") else None,
+        request.model,
+        request.tools_json,
+        request.tool_choice,
+        request.add_special_tokens,
     )
 
 
