@@ -1,13 +1,22 @@
-"""Service benchmark: requests/s and p50/p99 of CountTokens and Encode on 1 KB and 16 KB texts,
-``tokend serve`` against a baseline grpcio server that calls tiktoken directly, in one run.
+"""Service benchmark: requests/s, p50/p99 and server CPU per call of CountTokens and Encode on
+1, 4 and 16 KB texts, ``tokend serve`` against baseline grpcio servers of the same proto, in one
+run.
 
-    .venv/bin/python bench/bench_service.py                 # ~5 minutes, prints a markdown table
+    .venv/bin/python bench/bench_service.py --mode new      # ~20 minutes, prints markdown tables
     .venv/bin/python bench/bench_service.py --duration 3 --repeat 2 --rpc Encode --size "1 KB"
+    .venv/bin/python bench/bench_service.py --servers tokend,bare-tokend --mode new
 
-Both servers are started by this script with the same shape: ``--workers`` processes sharing the
-port (SO_REUSEPORT) with a ``--threads`` pool each (tokend's defaults; the baseline mirrors them).
-tokend also runs at most ``--busy-calls`` calls at once per worker (its default, 2); the baseline
-is the stock ``grpc.server`` thread pool.
+Servers (``--servers``, default all; the first baseline listed is the one ratios are to):
+``tokend`` (``tokend serve``), ``gigatoken``, ``tiktoken`` and ``bare-tokend``: the baseline
+server (``baseline_server.py --library ...``, a bare grpcio servicer calling the library) over
+gigatoken 0.10.0, tiktoken 0.14 and tokend's own engine. The last one makes the same engine calls
+as tokend serve, so tokend against it is tokend's call path alone (interceptor, request ids,
+metrics in multiprocess mode, the app layer, logging).
+
+All servers are started by this script with the same shape: ``--workers`` processes sharing the
+port (SO_REUSEPORT) with a ``--threads`` pool each (tokend's defaults; the baselines mirror
+them). tokend also runs at most ``--busy-calls`` calls at once per worker (its default, 2); the
+baselines are the stock ``grpc.server`` thread pool.
 
 Load: ``--clients`` processes, each an asyncio loop holding ``--connections`` gRPC channels (one
 TCP connection each) with ``--inflight`` calls in flight per connection, closed loop. Requests
@@ -69,7 +78,7 @@ from tokend.v1 import tokenizer_pb2 as pb
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpora" / "shakespeare.txt.gz"
 TOKENIZER = "o200k_base"
-SIZES = {"1 KB": 1024, "16 KB": 16 * 1024}
+SIZES = {"1 KB": 1024, "4 KB": 4 * 1024, "16 KB": 16 * 1024}
 RPCS = ("CountTokens", "Encode")
 
 
@@ -155,10 +164,18 @@ def start_tokend(
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def start_baseline(port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
+# server name -> the baseline server's --library (tokend is ``tokend serve``)
+BASELINES = {"gigatoken": "gigatoken", "tiktoken": "tiktoken", "bare-tokend": "tokend"}
+SERVERS = ("tokend", *BASELINES)
+
+
+def start_baseline(
+    port: int, workers: int, threads: int, library: str = "tiktoken"
+) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable, str(ROOT / "bench" / "baseline_server.py"), "--port", str(port),
         "--workers", str(workers), "--threads", str(threads), "--encodings", TOKENIZER,
+        "--library", library,
     ]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -447,28 +464,44 @@ def summarize(
     )
 
 
-def table(results: list[Measurement]) -> str:
-    """Markdown: one row per (rpc, size) with both servers and the tokend/baseline ratios."""
+def table(results: list[Measurement], servers: Sequence[str]) -> str:
+    """Markdown: one row per (texts, rpc, size, server), with each server's ratios to
+    ``servers[1]`` (the reference baseline) measured in the same run."""
     by_key = {(m.server, m.mode, m.rpc, m.size): m for m in results}
+    ref_name = servers[1] if len(servers) > 1 else servers[0]
     lines = [
-        "| texts | RPC | size | tokend req/s | baseline req/s | req/s ratio "
-        "| per-run ratio min-max | tokend p50 / p99 ms | baseline p50 / p99 ms | p99 ratio "
-        "| server CPU µs/call tokend / baseline | errors | other jobs (max CPUs) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| texts | RPC | size | server | req/s | req/s / {ref_name} | per-run ratio min-max "
+        f"| p50 / p99 ms | server CPU µs/call | CPU / {ref_name} | errors "
+        "| other jobs (max CPUs) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     cells = dict.fromkeys((m.mode, m.rpc, m.size) for m in results)
     for mode, rpc, size in cells:
-        t = by_key[("tokend", mode, rpc, size)]
-        b = by_key[("baseline", mode, rpc, size)]
-        # Run k of tokend and run k of the baseline are neighbours in time: pair them.
-        ratios = [x / y for x, y in zip(t.run_rps, b.run_rps, strict=True)]
-        lines.append(
-            f"| {mode} | {rpc} | {size} | {t.rps:,.0f} | {b.rps:,.0f} | {t.rps / b.rps:.2f}x "
-            f"| {min(ratios):.2f}-{max(ratios):.2f}x "
-            f"| {t.p50_ms:.2f} / {t.p99_ms:.2f} | {b.p50_ms:.2f} / {b.p99_ms:.2f} "
-            f"| {t.p99_ms / b.p99_ms:.2f}x | {t.cpu_us:,.0f} / {b.cpu_us:,.0f} "
-            f"| {t.errors} / {b.errors} | {max(t.other, b.other):.2f} |"
-        )
+        ref = by_key[(ref_name, mode, rpc, size)]
+        for name in servers:
+            m = by_key[(name, mode, rpc, size)]
+            # Run k of each server are neighbours in time: pair them.
+            ratios = [x / y for x, y in zip(m.run_rps, ref.run_rps, strict=True)]
+            lines.append(
+                f"| {mode} | {rpc} | {size} | {name} | {m.rps:,.0f} | {m.rps / ref.rps:.2f}x "
+                f"| {min(ratios):.2f}-{max(ratios):.2f}x | {m.p50_ms:.2f} / {m.p99_ms:.2f} "
+                f"| {m.cpu_us:,.0f} | {m.cpu_us / ref.cpu_us:.2f}x | {m.errors} "
+                f"| {m.other:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def overhead_table(results: list[Measurement]) -> str:
+    """tokend's own call path: its server CPU per call above the bare servicer on its engine."""
+    by_key = {(m.server, m.mode, m.rpc, m.size): m for m in results}
+    lines = ["| texts | RPC | size | tokend µs/call | bare-tokend µs/call | above the bare "
+             "servicer |", "|---|---|---|---:|---:|---:|"]
+    for mode, rpc, size in dict.fromkeys((m.mode, m.rpc, m.size) for m in results):
+        t, b = by_key.get(("tokend", mode, rpc, size)), by_key.get(("bare-tokend", mode, rpc, size))
+        if t is None or b is None:
+            continue
+        lines.append(f"| {mode} | {rpc} | {size} | {t.cpu_us:,.0f} | {b.cpu_us:,.0f} "
+                     f"| {t.cpu_us - b.cpu_us:+,.0f} µs ({t.cpu_us / b.cpu_us - 1:+.0%}) |")
     return "\n".join(lines)
 
 
@@ -507,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--retries", type=int, default=3, help="redos per pair at most")
     parser.add_argument("--retry-wait", type=float, default=5.0, help="seconds before a redo")
+    parser.add_argument(
+        "--servers", default=",".join(SERVERS),
+        help=f"comma-separated, from {', '.join(SERVERS)}; ratios are to the second one",
+    )  # fmt: skip
     parser.add_argument("--rpc", choices=RPCS, action="append", help="only this RPC (repeatable)")
     parser.add_argument("--size", choices=SIZES, action="append", help="only this text size")
     parser.add_argument("--mode", choices=MODES, action="append", help="only these texts")
@@ -516,7 +553,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = parser.parse_args(argv)  # fmt: skip
     rpcs = args.rpc or list(RPCS)
-    # The baseline mirrors tokend's shape: its default thread pool size unless told otherwise.
+    servers = [name for name in args.servers.split(",") if name]
+    unknown = sorted(set(servers) - set(SERVERS))
+    if unknown or not servers:
+        parser.error(f"--servers: unknown {unknown}; choose from {', '.join(SERVERS)}")
+    # The baselines mirror tokend's shape: its default thread pool size unless told otherwise.
     threads = args.threads if args.threads is not None else ServerConfig().threads
     sizes = args.size or list(SIZES)
 
@@ -524,10 +565,12 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Measurement] = []
     with ExitStack() as stack:
         registry = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tokend-bench-")))
-        ports = {"tokend": free_port(), "baseline": free_port()}
+        ports = {name: free_port() for name in servers}
         procs = {
-            "tokend": start_tokend(ports["tokend"], args.workers, registry, args.threads),
-            "baseline": start_baseline(ports["baseline"], args.workers, threads),
+            name: start_tokend(ports[name], args.workers, registry, args.threads)
+            if name == "tokend" else
+            start_baseline(ports[name], args.workers, threads, BASELINES[name])
+            for name in servers
         }
         for proc in procs.values():
             stack.callback(stop, proc)
@@ -548,12 +591,12 @@ def main(argv: list[str] | None = None) -> int:
         run_id = 0
         cells = [(m, r, s) for m in args.mode or MODES for r in rpcs for s in sizes]
         for mode, rpc, size in cells:
-            samples: dict[str, list[Sample]] = {"tokend": [], "baseline": []}
+            samples: dict[str, list[Sample]] = {name: [] for name in servers}
             for rep in range(args.repeat):
-                # Alternate who goes first, so neither always runs on a warmer machine.
-                order = ("tokend", "baseline") if rep % 2 == 0 else ("baseline", "tokend")
+                # Rotate who goes first, so none always runs on a warmer machine.
+                order = servers[rep % len(servers):] + servers[:rep % len(servers)]
                 for attempt in range(args.retries + 1):
-                    pair = {}
+                    group = {}
                     for name in order:
                         run_id += 1
                         run_texts = texts[size]
@@ -563,32 +606,36 @@ def main(argv: list[str] | None = None) -> int:
                                      for i in range(args.clients)]  # fmt: skip
                             run_texts = [t for part in pool.starmap(make_new_texts, specs)
                                          for t in part]  # fmt: skip
-                        pair[name] = sample = run_cell(
+                        group[name] = sample = run_cell(
                             pool, target=targets[name], server_pid=procs[name].pid,
                             other_server_pids=[p.pid for p in procs.values()], rpc=rpc,
                             texts=run_texts, args=args,
                         )  # fmt: skip
-                        print(f"  {name:<8} {mode:<6} {rpc:<11} {size:>5} run {rep + 1}: "
+                        print(f"  {name:<11} {mode:<6} {rpc:<11} {size:>5} run {rep + 1}: "
                               f"{describe(sample)}", file=sys.stderr, flush=True)  # fmt: skip
-                    if max(x.other for x in pair.values()) <= args.max_other:
+                    if max(x.other for x in group.values()) <= args.max_other:
                         break
                     if attempt < args.retries:
                         print(f"  other jobs took over {args.max_other} CPUs: run {rep + 1} "
                               f"again in {args.retry_wait:g} s", file=sys.stderr)  # fmt: skip
                         time.sleep(args.retry_wait)
-                for name, sample in pair.items():
+                for name, sample in group.items():
                     samples[name].append(sample)
             for name, runs in samples.items():
                 results.append(summarize(name, mode, rpc, size, runs))
     print(
         f"\n{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
-        f"Python {platform.python_version()}, grpcio {grpc.__version__}; servers: {args.workers} "
+        f"Python {platform.python_version()}, grpcio {grpc.__version__}; load average "
+        f"{os.getloadavg()[0]:.2f}; servers: {args.workers} "
         f"worker processes x {threads} threads each; load: {args.clients} asyncio processes x "
         f"{args.connections} connections x {args.inflight} in flight, {args.repeat} x "
         f"{args.duration:g} s per cell and server (each after {args.warmup:g} s warm-up), "
         f"pooled; tokenizer {TOKENIZER}; {args.texts} distinct texts per size.\n"
     )
-    print(table(results))
+    print(table(results, servers))
+    if {"tokend", "bare-tokend"} <= set(servers):
+        print()
+        print(overhead_table(results))
     return 0
 
 

@@ -10,14 +10,47 @@ are the app's too: this class inherits nothing but the generated base.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from tokend.server import protos
+from tokend.server import packed, protos
 from tokend.server.app.service import App
 from tokend.server.streaming import idle_bounded
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+else:
+    _Handler = grpc.RpcMethodHandler
+
+
+class _Captured:
+    """Stands in for a grpc.Server to read the generated code's handler of each method."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, _Handler] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass
+
+    def add_registered_method_handlers(self, service: str, methods: dict[str, _Handler]) -> None:
+        self.methods.update(methods)
+
+
+def method_handlers(servicer: TokenizerService) -> dict[str, _Handler]:
+    """Each RPC's handler (method name -> handler) as the generated code builds it, Encode's
+    with a serializer that passes its packed response bytes through (``packed.py``)."""
+    captured = _Captured()
+    pb_grpc.add_TokenizerServiceServicer_to_server(servicer, captured)  # type: ignore[arg-type]
+    methods = captured.methods
+    encode = methods["Encode"]
+    assert encode.unary_unary is not None  # the proto's Encode is unary
+    methods["Encode"] = grpc.unary_unary_rpc_method_handler(
+        encode.unary_unary, request_deserializer=encode.request_deserializer,
+        response_serializer=packed.response_serializer)
+    return methods
 
 
 class GrpcCall:
@@ -46,9 +79,11 @@ class TokenizerService(pb_grpc.TokenizerServiceServicer):
 
     # -- tokens ------------------------------------------------------------------------------
 
-    def Encode(self, request: pb.EncodeRequest, context: grpc.ServicerContext) -> pb.EncodeResponse:
-        result = self.app.encode(protos.encode_request(request), GrpcCall(context))
-        return protos.encode_response(result)
+    def Encode(  # type: ignore[override]  # bytes: method_handlers' serializer passes them
+        self, request: pb.EncodeRequest, context: grpc.ServicerContext
+    ) -> pb.EncodeResponse | bytes:
+        result = self.app.encode(protos.encode_request(request, packed=True), GrpcCall(context))
+        return protos.encode_wire(result)
 
     def EncodeStream(
         self, request_iterator: Iterator[pb.EncodeStreamRequest], context: grpc.ServicerContext

@@ -36,9 +36,9 @@ from tokend.server.metrics import (
     CALLS_WAITING,
 )
 from tokend.server.reflection import enable_server_reflection
-from tokend.server.servicer import TokenizerService
+from tokend.server.servicer import TokenizerService, method_handlers
 from tokend.server.tokenizers import Tokenizers
-from tokend.v1 import tokenizer_pb2, tokenizer_pb2_grpc
+from tokend.v1 import tokenizer_pb2
 
 if TYPE_CHECKING:
     from tokend.server.web.serve import WebServer
@@ -169,10 +169,12 @@ def make_server(config: ServerConfig, *, reuse_port: bool = False) -> TokendServ
     server = grpc.server(
         # grpc's stubs name ThreadPoolExecutor, but grpc only calls submit() on it.
         cast(futures.ThreadPoolExecutor, executor),
-        interceptors=[TokendInterceptor(state, admin_token=config.admin_token)],
         options=grpc_options(config, reuse_port=reuse_port),
     )
-    tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server(TokenizerService(app), server)
+    # The service's handlers, each wrapped once by the interceptor (folded into them).
+    interceptor = TokendInterceptor(state, admin_token=config.admin_token)
+    server.add_generic_rpc_handlers(
+        (interceptor.handlers(method_handlers(TokenizerService(app))),))
     health_servicer = health.HealthServicer(
         experimental_non_blocking=True,
         experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2),

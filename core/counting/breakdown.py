@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 PARTS = ("system", "messages", "tools", "images", "framing", "texts")
@@ -58,10 +58,15 @@ class Breakdown:
 
     def with_texts(self, texts: int, framing: int = 0) -> Breakdown:
         """This breakdown plus plain texts (and the framing tokens added around them)."""
-        return replace(self, texts=self.texts + texts, framing=self.framing + framing)
+        # subtle: positional, not dataclasses.replace (which reads the fields each call):
+        # this runs on every CountTokens call.
+        return Breakdown(self.system, self.messages, self.tools, self.images,
+                         self.framing + framing, self.texts + texts)
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        # Not dataclasses.asdict, which deep-copies each field: this runs on every call.
+        return {"system": self.system, "messages": self.messages, "tools": self.tools,
+                "images": self.images, "framing": self.framing, "texts": self.texts}
 
 
 def own_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> int:

@@ -136,8 +136,9 @@ def count(
     except TokendError as exc:
         raise with_field(exc, "tokenizer") from None
     enc = served.encoding
-    parts = sum(len(m.parts) for m in request.messages)
-    items = len(request.texts) + len(request.messages) + parts
+    items = len(request.texts)
+    if request.messages:
+        items += len(request.messages) + sum(len(m.parts) for m in request.messages)
     if items == 0:
         raise with_field(
             InvalidInput("CountTokens needs texts or messages; both are empty"), "texts"

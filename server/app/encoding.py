@@ -36,6 +36,9 @@ class EncodeRequest:
     special_tokens: SpecialPolicy = NO_POLICY
     include_details: bool = False
     add_special_tokens: bool = False
+    # The transport takes ids as the varint payload of a packed repeated uint32 (gRPC): when
+    # the tokenizer writes them so (``encode_varints``), results carry ``packed``, not ``ids``.
+    packed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,8 @@ class TokenDetail:
 class EncodeResult:
     ids: list[int]
     details: list[TokenDetail] = field(default_factory=list)
+    packed: bytes | None = None  # the ids as packed varints instead (EncodeRequest.packed)
+    count: int = 0  # ids in ``packed``
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +124,25 @@ def encode(served: Served, request: EncodeRequest, config: ServerConfig,
     check_batch(len(request.texts), "texts", config)
     allowed, disallowed = resolve(request.special_tokens, enc, default="all")
     with_offsets = request.include_details and hasattr(enc, "encode_with_offsets")
+    varints = getattr(enc, "encode_varints", None) if request.packed and not (
+        request.include_details or request.add_special_tokens) else None
     results: list[EncodeResult] = []
     total = 0
     for i, text in enumerate(request.texts):
         check_alive(context)
         where = f"texts[{i}]"
         limits.check_text(text, config.max_text_bytes, where)
+        if varints is not None:  # no list of ids at all: the engine writes the wire bytes
+            try:
+                packed, count = varints(text, allowed_special=allowed,
+                                        disallowed_special=disallowed)
+            except TokendError as exc:
+                raise field_error(exc, where) from None
+            total += count
+            limits.check("ids in the Encode response", total, config.max_ids, "--max-ids",
+                         field=where)
+            results.append(EncodeResult([], packed=packed, count=count))
+            continue
         offsets = None
         try:
             if with_offsets:

@@ -17,7 +17,7 @@ from tokend.core.counting import ModelCatalogue
 from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
 from tokend.core.registry import Registry
-from tokend.server import metrics
+from tokend.server import cells, metrics
 from tokend.server.app import catalog, counting, encoding, linting
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.context import UNBOUNDED, CallContext
@@ -181,11 +181,19 @@ class App:
                             context)
 
 
+# (tokenizer name, method) -> the cells of tokend_tokens_encoded_total and tokend_tokens_total
+_TOKEN_CELLS: dict[tuple[str, str], tuple[cells.Cell, cells.Cell]] = {}
+
+
 def record_tokens(method: str, served: Served, tokens: int) -> None:
     """Add to tokend_tokens_encoded_total{method} and tokend_tokens_total{tokenizer, method}.
 
     The tokenizer label is the served (resolved, loaded) name, never the client's string, so
-    its values are bounded by what the registry holds.
+    its values are bounded by what the registry holds (and so is this table of cells).
     """
-    metrics.child(metrics.TOKENS_ENCODED, method).inc(tokens)
-    metrics.child(metrics.TOKENS, served.resolved.name, method).inc(tokens)
+    key = (served.resolved.name, method)
+    pair = _TOKEN_CELLS.get(key)
+    if pair is None:  # a race binds two equal pairs to the same values: harmless
+        pair = _TOKEN_CELLS[key] = (cells.counter_cell(metrics.TOKENS_ENCODED, method),
+                                    cells.counter_cell(metrics.TOKENS, key[0], method))
+    cells.write(pair[0], tokens, pair[1], tokens)

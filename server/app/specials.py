@@ -37,6 +37,7 @@ class SpecialPolicy:
 
 
 NO_POLICY = SpecialPolicy()
+_NONE: frozenset[str] = frozenset()
 
 
 def resolve(
@@ -46,6 +47,8 @@ def resolve(
 
     Unknown special token names are refused (a typo must not silently change the ids).
     """
+    if policy is NO_POLICY:  # most calls: nothing to check, nothing to build
+        return _NONE, default
     for field in ("allowed", "disallowed"):
         names: tuple[str, ...] = getattr(policy, field)
         if not names:

@@ -34,7 +34,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from tokend.core.errors import Cancelled, LimitExceeded, TokendError, Unavailable, shown
 from tokend.server import limits
@@ -56,6 +56,7 @@ JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizer
             "GET /tokenizers/{ref}", "GET /tokenizers/{ref}/lint", "GET /diff", "GET /health",
             *vendors.PATHS]
 _MAX_REQUEST_ID = 128
+_REQUEST_ID = REQUEST_ID_KEY.encode()
 # How much of a refused (too large) body is read and dropped before the 413 goes out.
 DRAIN_BYTES = 64 << 20
 DRAIN_SECONDS = 5.0
@@ -178,14 +179,14 @@ class WebApi:
         """Refuse while draining, read and parse the body, run ``work`` (told whether the body
         is small enough to run inline); a TokendError becomes its HTTP status with a JSON error
         naming the field, in ``shape`` (tokend's own, or a vendor's: ``vendors.py``)."""
-        rid = _request_id(request)
+        host, content_type, rid = _heads(request.scope)
         try:
             if self.state.draining:
                 raise Unavailable("the server is draining (shutting down): retry on another "
                                   "instance or after its restart")
-            self.hosts.check(request.headers.get("host", ""))
+            self.hosts.check(host)
             if body:
-                check_content_type(request.headers.get("content-type", ""))
+                check_content_type(content_type)
             data = await self._timed_body(request) if body else b"{}"
             result = await work(parse_body(data), len(data) <= INLINE_BYTES)
             response: Response | JsonAnswer = JsonAnswer(result, rid)
@@ -205,6 +206,13 @@ class WebApi:
     async def _timed_body(self, request: Request) -> bytes:
         """The body, which must arrive within --http-body-seconds (a stalled upload is
         refused instead of holding its connection)."""
+        # subtle: when uvicorn holds the whole body already (its cycle's last message came
+        # and receive() will not wait), the timeout is not armed: a timer and its handle cost
+        # ~3% of a 1 KB /count's CPU (bench/bench_http.py). Any other receive is timed.
+        cycle = getattr(request.receive, "__self__", None)
+        event = getattr(cycle, "message_event", None)
+        if getattr(cycle, "more_body", True) is False and event is not None and event.is_set():
+            return await self._body(request)
         # subtle: asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the read as a
         # task of its own, which cost ~15% of a 1 KB /count's CPU (two more event-loop turns).
         try:
@@ -219,10 +227,9 @@ class WebApi:
     async def _body(self, request: Request) -> bytes:
         """The body, refused past --max-message-bytes (the gRPC message limit)."""
         limit = self.max_body_bytes
-        stream = request.stream()
-        declared = request.headers.get("content-length", "")
+        declared = _header(request.scope, b"content-length")
         if declared.isdigit() and int(declared) > limit:
-            await _discard(stream)
+            await _discard(request.stream())
             limits.check("request body size in bytes", int(declared), limit,
                          "--max-message-bytes", field="request")
         chunks: list[bytes] = []
@@ -239,7 +246,7 @@ class WebApi:
             if chunk:
                 size += len(chunk)
                 if size > limit:
-                    await _discard(stream)
+                    await _discard(request.stream())
                     limits.check("request body size in bytes", size, limit,
                                  "--max-message-bytes", field="request")
                 chunks.append(chunk)
@@ -318,8 +325,32 @@ async def _discard(stream: AsyncIterator[bytes]) -> None:
         await asyncio.wait_for(drain(), DRAIN_SECONDS)
 
 
-def _request_id(request: Request) -> str:
-    value = request.headers.get(REQUEST_ID_KEY, "")
-    if 0 < len(value) <= _MAX_REQUEST_ID and value.isprintable():
-        return value
-    return new_request_id()
+def _heads(scope: Scope) -> tuple[str, str, str]:
+    """(Host, Content-Type, the request id: the caller's ``x-request-id`` if it is sane, else a
+    fresh one) in one pass over the headers, each its first occurrence as Starlette reads it.
+
+    subtle: Starlette's ``request.headers`` builds a Headers object and scans the list once
+    per lookup, four lookups per call (~2% of a 1 KB /count's CPU, bench/bench_http.py).
+    """
+    host = content_type = rid = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            if host is None:
+                host = value
+        elif name == b"content-type":
+            if content_type is None:
+                content_type = value
+        elif name == _REQUEST_ID and rid is None:
+            rid = value
+    given = rid.decode("latin-1") if rid is not None else ""
+    if not (0 < len(given) <= _MAX_REQUEST_ID and given.isprintable()):
+        given = new_request_id()
+    return ((host or b"").decode("latin-1"), (content_type or b"").decode("latin-1"), given)
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of header ``name`` (lowercase), or ""."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")  # type: ignore[no-any-return]
+    return ""

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from tokend.server import metrics
+from tokend.server import cells, metrics
 from tokend.server.interceptors import REQUEST_ID_KEY
 from tokend.server.web.vendors import handler_label as vendor_label
 
@@ -69,6 +69,10 @@ class HttpMetrics:
         self.app = app
         self.posts = posts or {}
         self.match = match  # the POST route of a path with a parameter (vendors.py), or None
+        # (handler, method, status) labels -> the cells of tokend_http_request_seconds and
+        # tokend_http_requests_total (a bounded set: the labels are).
+        self._cells: dict[tuple[str, str, int],
+                          tuple[tuple[cells.HistogramCells], cells.Cell]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -81,11 +85,16 @@ class HttpMetrics:
         def record() -> None:
             nonlocal recorded
             recorded = True
-            handler = handler_label(scope.get("path", ""))
+            seconds = time.perf_counter() - start
             method = scope.get("method", "")
-            method = method if method in ("GET", "POST", "HEAD") else "other"
-            metrics.child(metrics.HTTP_REQUESTS, handler, method, str(status)).inc()
-            metrics.child(metrics.HTTP_SECONDS, handler).observe(time.perf_counter() - start)
+            key = (handler_label(scope.get("path", "")),
+                   method if method in ("GET", "POST", "HEAD") else "other", status)
+            bound = self._cells.get(key)
+            if bound is None:  # a race binds two equal entries to the same values: harmless
+                bound = self._cells[key] = (
+                    (cells.HistogramCells(metrics.HTTP_SECONDS, key[0]),),
+                    cells.counter_cell(metrics.HTTP_REQUESTS, key[0], key[1], str(status)))
+            cells.observe(bound[0], seconds, bound[1], 1.0)
 
         async def send_status(message: AsgiMessage) -> None:
             nonlocal status
