@@ -209,12 +209,15 @@ def pathological(name: str, scale: int) -> None:
     }
     print(f"\n### Pathological inputs ({name}{', scaled down' if scale > 1 else ''})\n")
     print(
-        "| input | tokend s | tokend s at 1/4 size | growth (4 = linear) | tiktoken s | same ids |"
+        "| input | tokend s | tokend s at 1/4 size | growth (4 = linear) "
+        "| growth from 1/10 (10 = linear) | tiktoken s | same ids |"
     )
-    print("|---|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for label, text in cases.items():
         head = text[: len(text) // 4]
         quarter = min(timed(lambda enc, head=head: enc.encode(head), 1, lambda: fresh_tokend(base)))
+        tenth_text = text[: len(text) // 10]
+        tenth = min(timed(lambda enc, t=tenth_text: enc.encode(t), 3, lambda: fresh_tokend(base)))
         enc = fresh_tokend(base)  # built before the clock starts, like the quarter's
         start = time.process_time()
         ids = enc.encode(text)
@@ -222,14 +225,14 @@ def pathological(name: str, scale: int) -> None:
         if label == "1 MB of spaces":
             # tiktoken 0.14 overflows its stack here (a crash, not an exception): not run.
             ok = "round-trips" if base.decode(ids) == text else "NO"
-            growth = f"{full / quarter:.1f}"
+            growth = f"{full / quarter:.1f} | {full / max(tenth, 1e-6):.1f}"
             print(f"| {label} | {full:.2f} | {quarter:.2f} | {growth} | (crashes) | {ok} |")
             continue
         start = time.process_time()
         ref = tk.encode(text)
         tk_s = time.process_time() - start
         same = "yes" if ids == ref else "NO"
-        growth = f"{full / quarter:.1f}"
+        growth = f"{full / quarter:.1f} | {full / max(tenth, 1e-6):.1f}"
         print(f"| {label} | {full:.2f} | {quarter:.2f} | {growth} | {tk_s:.2f} | {same} |")
 
 

@@ -118,7 +118,8 @@ class ServerConfig:
     max_streams: int = 0
     # Cache budget per loaded encoding (built-ins included), in the Python engine's unit of
     # one chunk: the compiled engine holds cache_entries / 8 blocks in 64 bytes per unit
-    # (16 MiB at the default); see tokend.core.engine.
+    # (16 MiB at the default) and cache_entries / 4 pretokens in a fixed table of 32-byte
+    # entries (2 MiB); see tokend.core.engine.
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     admin_token: str | None = None
     # Train/CancelTrainJob without --admin-token on a non-loopback --host: refused unless set.
