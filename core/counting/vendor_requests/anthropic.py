@@ -183,7 +183,8 @@ def _tool(request: ChatRequest, tool: Mapping[str, Any], where: str) -> dict[str
         function["description"] = text(tool["description"], f"{where}.description")
     if tool.get("type") not in (None, "custom") and "input_schema" not in tool:
         request.note(SERVER_TOOL_NOTE)
-        function["description"] = compact_json({k: v for k, v in tool.items() if k != "name"})
+        function["description"] = compact_json(
+            {k: v for k, v in tool.items() if k not in ("name", "cache_control")})
         return {"type": "function", "function": function}
     function["parameters"] = obj(tool.get("input_schema"), f"{where}.input_schema")
     return {"type": "function", "function": function}
