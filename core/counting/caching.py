@@ -34,6 +34,8 @@ from tokend.core.counting.catalogue import ModelInfo
 from tokend.core.errors import InvalidInput, shown
 
 TTLS = ("5m", "1h")
+PREFIX = "prefix_tokens:"
+MAX_PREFIX_TOKENS = 1_000_000_000  # the largest prefix_tokens taken
 MAX_BREAKPOINTS = 4  # Anthropic: "up to 4 cache breakpoints" (prompt caching docs)
 # OpenAI: prompts of 1,024 tokens or more; the cached prefix grows in 128-token steps.
 OPENAI_MINIMUM = 1024
@@ -66,25 +68,33 @@ WARM = CacheState("warm")
 
 
 def parse_cache(value: Any, field: str = "cache") -> CacheState:
-    """A cache state from JSON: ``"cold"``, ``"warm"`` or ``{"prefix_tokens": N}``.
+    """A cache state: ``"cold"``, ``"warm"``, ``{"prefix_tokens": N}`` (JSON) or
+    ``"prefix_tokens:N"`` (a flag, a proto string).
 
-    >>> parse_cache({"prefix_tokens": 2048}).describe()
-    'prefix_tokens: 2048'
+    >>> parse_cache({"prefix_tokens": 2048}).describe(), parse_cache("prefix_tokens:64").kind
+    ('prefix_tokens: 2048', 'prefix')
     """
     if value in (None, "", "cold"):
         return COLD
     if value == "warm":
         return WARM
+    if isinstance(value, str) and value.startswith(PREFIX):
+        digits = value[len(PREFIX):].strip()
+        return prefix_state(int(digits) if digits.isdigit() else digits,
+                            f"{field}.prefix_tokens")
     if isinstance(value, Mapping) and set(value) == {"prefix_tokens"}:
         return prefix_state(value["prefix_tokens"], f"{field}.prefix_tokens")
-    raise _invalid(field, f"unknown cache state {shown(value, 60)}: one of \"cold\", \"warm\" or "
-                   "{\"prefix_tokens\": N}")
+    raise _invalid(field, f"unknown cache state {shown(value, 60)}: one of \"cold\", \"warm\", "
+                   "\"prefix_tokens:N\" or {\"prefix_tokens\": N}")
 
 
 def prefix_state(tokens: Any, field: str) -> CacheState:
-    """``prefix_tokens: N``; N a non-negative integer."""
+    """``prefix_tokens: N``; N an integer from 0 to MAX_PREFIX_TOKENS."""
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
         raise _invalid(field, f"must be a non-negative integer, not {shown(tokens, 40)}")
+    if tokens > MAX_PREFIX_TOKENS:
+        raise _invalid(field, f"is {tokens}, over {MAX_PREFIX_TOKENS:,} tokens (no model's "
+                       "context comes near)")
     return CacheState("prefix", tokens)
 
 

@@ -19,10 +19,11 @@ from decimal import Decimal
 from importlib import metadata
 from typing import Any
 
-from tokend.core.errors import FailedPrecondition, UnknownTokenizer, shown
+from tokend.core.errors import FailedPrecondition, NoPrice, shown
 
 SOURCE = "genai-prices"
 MTOK = 1_000_000
+__all__ = ["NoPrice", "PricePart", "Priced", "price", "price_source"]
 # The catalogue's vendors -> genai-prices' provider ids (Qwen's models are priced by their
 # hosts only: genai-prices then picks the provider from the model's name).
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "google": "google", "meta": "meta",
@@ -35,10 +36,6 @@ PART_KEYS: dict[str, tuple[str, ...]] = {
     "cache_read": ("cache_read_mtok", "input_mtok"),
     "output": ("output_mtok",),
 }
-
-
-class NoPrice(UnknownTokenizer):
-    """genai-prices has no price for the model (a NOT_FOUND, like an unknown model)."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from tokend.core.counting.caching import (
 )
 from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
 from tokend.core.counting.chat import ChatCount, count_chat
-from tokend.core.counting.prices import Priced, price
+from tokend.core.counting.prices import NoPrice, Priced, price
 from tokend.core.counting.vendor_requests import ChatRequest
 from tokend.core.counting.vendor_requests.anthropic import anthropic_request
 from tokend.core.errors import InvalidInput
@@ -48,6 +48,9 @@ class QuoteCount:
     estimate_reason: str
     model: str
     info: ModelInfo | None = None
+    # The name the caller gave, priced first (a newer spelling the catalogue resolves to an
+    # older entry by prefix has its own price); the catalogue's name when genai-prices lacks it.
+    asked: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,8 @@ class Quote:
             "cache_write_1h_tokens": self.cache_write_1h_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "output_tokens_max": self.output_tokens_max,
-            "usd_min": str(self.priced.usd_min),
-            "usd_max": str(self.priced.usd_max),
+            "usd_min": usd_text(self.priced.usd_min),
+            "usd_max": usd_text(self.priced.usd_max),
             "cache": self.cache,
             "cache_rule": self.cache_rule,
             "breakpoints": [{"field": b.field, "ttl": b.ttl, "prefix_tokens": b.tokens}
@@ -88,9 +91,18 @@ class Quote:
             "prices": {**self.priced.source, "provider": self.priced.provider,
                        "model": self.priced.price_model},
             "parts": [{"part": p.name, "tokens": p.tokens,
-                       "usd_per_mtok": str(p.usd_per_mtok), "usd": str(p.usd)}
+                       "usd_per_mtok": usd_text(p.usd_per_mtok), "usd": usd_text(p.usd)}
                       for p in self.priced.parts],
         }
+
+
+def usd_text(value: Decimal) -> str:
+    """A USD amount as a plain decimal string (never exponent notation; zero is "0").
+
+    >>> usd_text(Decimal("1E-7")), usd_text(Decimal("0.00")), usd_text(Decimal("2.50"))
+    ('0.0000001', '0', '2.50')
+    """
+    return "0" if value == 0 else format(value, "f")
 
 
 def check_max_output(value: int | None, info: ModelInfo | None, field: str = "max_output_tokens"
@@ -142,9 +154,16 @@ def quote_counts(
     else:
         cut = split(rule, total, breakpoints, cache)
     writes = cut.write_5m + cut.write_1h
-    priced = price(count.model, info.vendor if info else None, input_tokens=total,
-                   cache_write_tokens=writes, cache_write_1h_tokens=cut.write_1h,
-                   cache_read_tokens=cut.read, output_tokens_max=output, provider=provider)
+    vendor = info.vendor if info else None
+    tokens = {"input_tokens": total, "cache_write_tokens": writes,
+              "cache_write_1h_tokens": cut.write_1h, "cache_read_tokens": cut.read,
+              "output_tokens_max": output}
+    try:
+        priced = price(count.asked or count.model, vendor, provider=provider, **tokens)
+    except NoPrice:
+        if not count.asked or count.asked == count.model:
+            raise
+        priced = price(count.model, vendor, provider=provider, **tokens)
     reasons = [r for r in (count.estimate_reason, *notes) if r]
     return Quote(
         model=count.model, exact=count.exact and not notes, estimate_reason="; ".join(reasons),
@@ -168,7 +187,7 @@ def quote_chat(
     """The quote of an OpenAI-style chat request, counted by ``count_chat``."""
     chat = count_chat(messages, model=model, tools=tools, tool_choice=tool_choice,
                       catalogue=catalogue)
-    return quote_counts(_count_of(chat, catalogue), cache=cache,
+    return quote_counts(_count_of(chat, catalogue, model), cache=cache,
                         max_output_tokens=max_output_tokens, provider=provider)
 
 
@@ -185,7 +204,9 @@ def quote_anthropic(
     def counted(chat: ChatRequest) -> ChatCount:
         return count_chat(chat.messages, model=chat.model, tools=chat.tools or None,
                           tool_choice=chat.tool_choice or None, catalogue=catalogue)
-    return quote_vendor_body(body, anthropic_request, counted, lambda c: _count_of(c, catalogue),
+    asked = body.get("model") if isinstance(body.get("model"), str) else ""
+    return quote_vendor_body(body, anthropic_request, counted,
+                             lambda c: _count_of(c, catalogue, str(asked)),
                              cache=cache, max_output_tokens=max_output_tokens,
                              provider=provider)
 
@@ -215,9 +236,11 @@ def quote_vendor_body(
                         explicit_cache=bool(body.get("cachedContent")), notes=chat.notes)
 
 
-def _count_of(chat: ChatCount, catalogue: ModelCatalogue | None) -> QuoteCount:
+def _count_of(chat: ChatCount, catalogue: ModelCatalogue | None, asked: str = ""
+              ) -> QuoteCount:
     info = (catalogue or default_catalogue()).find(chat.model) if chat.model else None
-    return QuoteCount(chat.total, chat.exact, chat.estimate_reason, chat.model or "", info)
+    return QuoteCount(chat.total, chat.exact, chat.estimate_reason, chat.model or "", info,
+                      asked)
 
 
 def parts_total(quote: Quote) -> Decimal:

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tokend.core.counting import ModelCatalogue
+from tokend.core.counting.quote import Quote
 from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
 from tokend.core.registry import Registry
 from tokend.server import metrics
-from tokend.server.app import catalog, counting, encoding, linting
+from tokend.server.app import catalog, counting, encoding, linting, quoting
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.counting import (
@@ -40,6 +41,7 @@ from tokend.server.app.encoding import (
 )
 from tokend.server.app.fields import with_field
 from tokend.server.app.linting import Diffed, DiffRequest, Linted, LintRequest
+from tokend.server.app.quoting import QuoteRequest
 from tokend.server.app.reporting import Reported, ReportRequest, report
 from tokend.server.app.training import Training
 from tokend.server.config import ServerConfig
@@ -139,6 +141,11 @@ class App:
                                         context)
         record_tokens("CountTokens", served, result.total)
         return result
+
+    def quote(self, request: QuoteRequest, context: CallContext = UNBOUNDED) -> Quote:
+        """What a call will cost: counted as ``count`` counts (each count under the same
+        limits), split by the vendor's caching rule, priced by genai-prices (``quoting.py``)."""
+        return quoting.quote(request, lambda req: self.count(req, context), self.models)
 
     def truncate(self, request: TruncateRequest,
                  context: CallContext = UNBOUNDED) -> Truncated:
