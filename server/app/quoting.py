@@ -157,9 +157,15 @@ def _translator(vendor: str, model: str) -> Callable[[Mapping[str, Any]], ChatRe
 
 
 def count_request(chat: ChatRequest) -> CountRequest:
-    """The app's typed count request of a translated vendor request."""
+    """The app's typed count request of a translated vendor request.
+
+    A request with no message at all that its vendor accepts (``empty_ok``: a Responses body
+    without ``input`` or ``instructions``) is counted as one empty text: 0 tokens, plus its
+    tools.
+    """
     return CountRequest(
         model=chat.model,
+        texts=("",) if chat.empty_ok and not chat.messages else (),
         messages=[_message(m) for m in chat.messages],
         tools_json=json.dumps(chat.tools, ensure_ascii=False) if chat.tools else "",
         tool_choice=chat.tool_choice,

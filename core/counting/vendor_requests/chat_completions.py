@@ -15,9 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokend.core.counting.vendor_requests import ChatRequest
-from tokend.core.counting.vendor_requests.media import given_size, image_part, image_size
+from tokend.core.counting.vendor_requests.media import (
+    checked_base64,
+    given_size,
+    image_part,
+    image_size,
+)
 from tokend.core.counting.vendor_requests.shapes import (
     array,
+    check_utf8,
     invalid,
     obj,
     one_of,
@@ -38,6 +44,7 @@ def chat_completions_request(body: Mapping[str, Any]) -> ChatRequest:
     >>> r.messages, r.origins
     ([{'role': 'user', 'content': 'Hi'}], ['messages[0]'])
     """
+    check_utf8(body)
     if "model" not in body:
         raise invalid("model", "is required (e.g. \"gpt-4o\")")
     request = ChatRequest(model=text(body["model"], "model"))
@@ -96,5 +103,5 @@ def _part(request: ChatRequest, part: Mapping[str, Any], at: str) -> dict[str, A
     detail = one_of(url.get("detail", "auto"), DETAILS, f"{at}.image_url.detail")
     size = given_size(part, at) or given_size(url, f"{at}.image_url")
     if size is None and address.startswith(DATA_URL) and "," in address:
-        size = image_size(address.split(",", 1)[1])
+        size = image_size(checked_base64(address, f"{at}.image_url.url"))
     return image_part(size, detail, request.notes)
