@@ -145,7 +145,19 @@ class App:
     def quote(self, request: QuoteRequest, context: CallContext = UNBOUNDED) -> Quote:
         """What a call will cost: counted as ``count`` counts (each count under the same
         limits), split by the vendor's caching rule, priced by genai-prices (``quoting.py``)."""
-        return quoting.quote(request, lambda req: self.count(req, context), self.models)
+        served: list[Served] = []
+
+        def count(req: CountRequest) -> Counted:
+            # subtle: App.count would record CountTokens metrics once per prefix counted; the
+            # quote records its input tokens once, as Quote, when it is answered.
+            seen, result = counting.count(req, self.tokenizers, self.models, self.config,
+                                          context)
+            served.append(seen)
+            return result
+
+        quoted = quoting.quote(request, count, self.models)
+        record_tokens("Quote", served[0], quoted.input_tokens)
+        return quoted
 
     def truncate(self, request: TruncateRequest,
                  context: CallContext = UNBOUNDED) -> Truncated:

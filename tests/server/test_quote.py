@@ -17,11 +17,16 @@ import genai_prices
 import grpc
 import pytest
 from http_api import HttpServed, call
+from prometheus_client import REGISTRY
 
 from tokend.client import AsyncClient, Client
 from tokend.client.responses import quote_result
 from tokend.core.counting.caching import parse_cache
 from tokend.core.counting.quote import quote_anthropic, quote_chat
+from tokend.core.errors import InvalidInput
+from tokend.server.app.quoting import QuoteRequest
+from tokend.server.app.service import App
+from tokend.server.config import ServerConfig
 from tokend.v1 import tokenizer_pb2 as pb
 from tokend.v1 import tokenizer_pb2_grpc as pb_grpc
 
@@ -177,3 +182,24 @@ class TestCli:
                        registry=tmp_path / "registry")
         assert done.returncode == 1
         assert "INVALID_ARGUMENT: cache: unknown cache state 'hot'" in done.stderr
+
+
+class TestAppQuote:
+    def test_metrics_once_per_quote(self, tmp_path: Path) -> None:
+        """A quote records its input tokens once, as Quote, however many prefixes it counted;
+        a refused one records nothing."""
+        def counted(method: str) -> float:
+            return REGISTRY.get_sample_value("tokend_tokens_encoded_total",
+                                             {"method": method}) or 0.0
+
+        app = App.from_config(ServerConfig(registry=str(tmp_path / "registry")),
+                              in_process=True)
+        before = {m: counted(m) for m in ("Quote", "CountTokens")}
+        quoted = app.quote(QuoteRequest(vendor="anthropic", vendor_body=ANTHROPIC,
+                                        max_output_tokens=10))
+        assert len(quoted.breakpoints) == 2  # three counts: the body and two prefixes
+        assert counted("Quote") - before["Quote"] == quoted.input_tokens
+        assert counted("CountTokens") == before["CountTokens"]
+        with pytest.raises(InvalidInput, match=r"^cache"):
+            app.quote(QuoteRequest(vendor="anthropic", vendor_body=ANTHROPIC, cache="hot"))
+        assert counted("Quote") - before["Quote"] == quoted.input_tokens
