@@ -30,7 +30,7 @@ from tokend.core.counting.caching import (
 )
 from tokend.core.counting.catalogue import ModelCatalogue, ModelInfo, default_catalogue
 from tokend.core.counting.chat import ChatCount, count_chat
-from tokend.core.counting.prices import NoPrice, Priced, price
+from tokend.core.counting.prices import NoPrice, Priced, Snapshot, price
 from tokend.core.counting.vendor_requests import ChatRequest
 from tokend.core.counting.vendor_requests.anthropic import anthropic_request
 from tokend.core.errors import InvalidInput
@@ -133,6 +133,7 @@ def quote_counts(
     provider: str | None = None,
     explicit_cache: bool = False,
     notes: Sequence[str] = (),
+    snapshot: Snapshot | None = None,
 ) -> Quote:
     """The quote of a counted request (``breakpoints`` carry their prefixes' counts).
 
@@ -155,15 +156,16 @@ def quote_counts(
         cut = split(rule, total, breakpoints, cache)
     writes = cut.write_5m + cut.write_1h
     vendor = info.vendor if info else None
-    tokens = {"input_tokens": total, "cache_write_tokens": writes,
-              "cache_write_1h_tokens": cut.write_1h, "cache_read_tokens": cut.read,
-              "output_tokens_max": output}
+    def priced_as(name: str) -> Priced:
+        return price(name, vendor, input_tokens=total, cache_write_tokens=writes,
+                     cache_write_1h_tokens=cut.write_1h, cache_read_tokens=cut.read,
+                     output_tokens_max=output, provider=provider, snapshot=snapshot)
     try:
-        priced = price(count.asked or count.model, vendor, provider=provider, **tokens)
+        priced = priced_as(count.asked or count.model)
     except NoPrice:
         if not count.asked or count.asked == count.model:
             raise
-        priced = price(count.model, vendor, provider=provider, **tokens)
+        priced = priced_as(count.model)
     reasons = [r for r in (count.estimate_reason, *notes) if r]
     return Quote(
         model=count.model, exact=count.exact and not notes, estimate_reason="; ".join(reasons),
@@ -221,6 +223,7 @@ def quote_vendor_body(
     max_output_tokens: int | None = None,
     provider: str | None = None,
     anthropic: bool = True,
+    snapshot: Snapshot | None = None,
 ) -> Quote:
     """A vendor body's quote, whatever does the counting (``count``: the library's
     ``count_chat`` or the server's ``App.count``; ``as_count`` reads its result)."""
@@ -233,7 +236,8 @@ def quote_vendor_body(
               for m in markers]
     return quote_counts(whole, breakpoints=points, cache=cache,
                         max_output_tokens=max_output_tokens, provider=provider,
-                        explicit_cache=bool(body.get("cachedContent")), notes=chat.notes)
+                        explicit_cache=bool(body.get("cachedContent")), notes=chat.notes,
+                        snapshot=snapshot)
 
 
 def _count_of(chat: ChatCount, catalogue: ModelCatalogue | None, asked: str = ""

@@ -16,6 +16,7 @@ from typing import Any
 
 from tokend.core.counting import ModelCatalogue
 from tokend.core.counting.caching import parse_cache
+from tokend.core.counting.prices import Snapshot
 from tokend.core.counting.quote import (
     MAX_OUTPUT_LIMIT,
     Quote,
@@ -72,8 +73,10 @@ def quote(
     request: QuoteRequest,
     count: Callable[[CountRequest], Counted],
     models: ModelCatalogue,
+    snapshot: Snapshot | None = None,
 ) -> Quote:
-    """The quote of ``request``; ``count`` is ``App.count`` (limits, metrics, the rule)."""
+    """The quote of ``request``; ``count`` is ``App.count``'s counting (limits, the rule);
+    ``snapshot`` the registry's newer prices (``tokend prices update``), else the shipped."""
     check(request)
     cache = parse_cache(request.cache)
 
@@ -95,7 +98,8 @@ def quote(
                 "model")
         return _priced(lambda: quote_counts(
             as_count(counted), cache=cache,
-            max_output_tokens=request.max_output_tokens, provider=provider))
+            max_output_tokens=request.max_output_tokens, provider=provider,
+            snapshot=snapshot))
     translate = _translator(request.vendor, request.count.model)
 
     def counted_chat(chat: ChatRequest) -> Counted:
@@ -104,7 +108,7 @@ def quote(
         return _priced(lambda: quote_vendor_body(
             body, translate, counted_chat, as_count, cache=cache,
             max_output_tokens=request.max_output_tokens, provider=provider,
-            anthropic=request.vendor == "anthropic"))
+            anthropic=request.vendor == "anthropic", snapshot=snapshot))
     except TokendError as exc:
         named = getattr(exc, "field", None)
         if isinstance(named, str) and named not in ("max_output_tokens", "cache", "model"):

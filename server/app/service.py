@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tokend.core.counting import ModelCatalogue
+from tokend.core.counting.prices import read_snapshot
 from tokend.core.counting.quote import Quote
 from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
@@ -155,7 +156,9 @@ class App:
             served.append(seen)
             return result
 
-        quoted = quoting.quote(request, count, self.models)
+        folder = self.tokenizers.registry.store.local_root
+        snapshot = read_snapshot(Path(folder)) if folder else None
+        quoted = quoting.quote(request, count, self.models, snapshot)
         record_tokens("Quote", served[0], quoted.input_tokens)
         return quoted
 

@@ -1,4 +1,6 @@
-"""``tokend quote``: what a call will cost, as a table (part, tokens, $/MTok, $) or ``--json``.
+"""``tokend quote``: what a call will cost, as a table (part, tokens, $/MTok, $) or ``--json``;
+``tokend prices update``: a newer genai-prices snapshot kept in the registry (``prices.json``,
+read by quotes in process and by ``tokend serve`` on that registry).
 
 In process or on a server with ``--target``, as the other remote commands (``remote.py``): the
 request is a messages file (an OpenAI chat request) or a vendor's body (``--vendor --body``);
@@ -8,11 +10,18 @@ the answer is ``Client.quote``'s, whose ``as_dict`` is ``POST /quote``'s JSON.
 from __future__ import annotations
 
 import argparse
+import sys
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokend.commands.backends import Backend
+from tokend.commands.registry import registry_root
 from tokend.commands.remote import print_json, read_json, read_request, remote_parser
+from tokend.core.counting.prices import PRICES_FILE, write_snapshot
+from tokend.core.errors import TokendError
 
 if TYPE_CHECKING:
     from tokend.client.results import QuoteResult
@@ -21,6 +30,16 @@ VENDORS = ("anthropic", "openai-responses", "openai-chat", "gemini")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    prices = subparsers.add_parser("prices", help="the price data quotes use (genai-prices)")
+    sub = prices.add_subparsers(dest="prices_command", metavar="SUBCOMMAND", required=True)
+    update = sub.add_parser("update", help="take a newer genai-prices snapshot into the "
+                            "registry (needs the network, or --from FILE)")
+    update.add_argument("--from", dest="origin", metavar="URL|FILE",
+                        help="where to take it (default: genai-prices' own update URL)")
+    update.add_argument("--registry", metavar="DIR",
+                        help="the registry folder (env TOKEND_REGISTRY, default: user data dir)")
+    update.add_argument("--json", action="store_true", help="print JSON for scripts")
+    update.set_defaults(func=_prices_update)
     quote = remote_parser(
         subparsers,
         "quote",
@@ -94,3 +113,45 @@ def quote_table(result: QuoteResult) -> str:
     if not result.exact:
         lines.append(f"estimate: {result.estimate_reason}")
     return "\n".join(lines)
+
+
+def _prices_update(args: argparse.Namespace) -> int:
+    """Fetch genai-prices' data.json (or read a file), check it, keep it in the registry."""
+    try:
+        root = registry_root(args.registry)
+        if not isinstance(root, Path):
+            raise ValueError(f"{root}: prices are kept in a registry folder; object storage "
+                             "registries use the shipped snapshot")
+        origin = args.origin or _default_url()
+        payload = _fetch(origin)
+        snapshot = write_snapshot(root, payload, origin, datetime.now(UTC))
+    except (TokendError, ValueError, OSError) as err:
+        print(f"tokend: prices update: {err}", file=sys.stderr)
+        return 1
+    models = sum(len(p.models) for p in snapshot.data.providers)
+    if args.json:
+        print_json({"file": str(root / PRICES_FILE), "fetched": snapshot.fetched,
+                    "origin": snapshot.origin, "providers": len(snapshot.data.providers),
+                    "models": models})
+    else:
+        print(f"{root / PRICES_FILE}: {len(snapshot.data.providers)} providers, {models} "
+              f"models, taken {snapshot.fetched} from {snapshot.origin}")
+    return 0
+
+
+def _default_url() -> str:
+    from genai_prices.update_prices import DEFAULT_UPDATE_URL  # noqa: PLC0415 (optional extra)
+
+    return str(DEFAULT_UPDATE_URL)
+
+
+def _fetch(origin: str) -> bytes:
+    """The bytes at ``origin``: an http(s) URL (30 s) or a file."""
+    if not origin.startswith(("http://", "https://")):
+        return Path(origin).read_bytes()
+    try:
+        with urllib.request.urlopen(origin, timeout=30) as answer:
+            return bytes(answer.read())
+    except (urllib.error.URLError, TimeoutError) as exc:
+        raise OSError(f"cannot fetch {origin} ({exc}): no network? take a file with --from "
+                      "FILE") from None
