@@ -36,6 +36,7 @@ from tokend.client.results import (
     DiffResult,
     EncodeResult,
     LintResult,
+    QuoteResult,
     ReportResult,
     TextChunk,
     TokenizerManifest,
@@ -202,6 +203,32 @@ class AsyncClient(ClientBase):
             tokenizer, text, messages=messages, plain_text=plain_text, max_tokens=max_tokens,
             allowed_special=allowed_special, disallowed_special=disallowed_special, model=model,
             tools=tools, tool_choice=tool_choice, add_special_tokens=add_special_tokens,
+        ), timeout)
+
+    async def quote(
+        self,
+        model: str,
+        messages: Sequence[MessageLike] | None = None,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        vendor: str | None = None,
+        vendor_body: Mapping[str, Any] | None = None,
+        max_output_tokens: int | None = None,
+        cache: str | Mapping[str, int] = "cold",
+        provider: str | None = None,
+        timeout: float | None = None,
+    ) -> QuoteResult:
+        """What a call will cost: the request counted as ``count_tokens`` counts it, its input
+        split by the vendor's prompt-caching rule (``cache``: "cold", "warm" or
+        ``{"prefix_tokens": N}``), output up to ``max_output_tokens`` (default: the model's
+        maximum), every part priced by genai-prices. ``vendor_body`` is a vendor's request body
+        instead ("anthropic", "openai-responses", "openai-chat" or "gemini" as ``vendor``).
+        """
+        return await self._unary(requests.quote(
+            model, messages, tools=tools, tool_choice=tool_choice, vendor=vendor,
+            vendor_body=vendor_body, max_output_tokens=max_output_tokens, cache=cache,
+            provider=provider,
         ), timeout)
 
     async def truncate(

@@ -37,6 +37,7 @@ from tokend.client.results import (
     DiffResult,
     EncodeResult,
     LintResult,
+    QuoteResult,
     ReportResult,
     TextChunk,
     TokenizerManifest,
@@ -236,6 +237,37 @@ def count_tokens(
     if tool_choice:
         request.tool_choice = tool_choice
     return Unary("CountTokens", request, responses.count_result)
+
+
+def quote(
+    model: str,
+    messages: Sequence[MessageLike] | None,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+    vendor: str | None,
+    vendor_body: Mapping[str, Any] | None,
+    max_output_tokens: int | None,
+    cache: str | Mapping[str, int],
+    provider: str | None,
+) -> Unary[QuoteResult]:
+    """A quote of a chat request (``messages``, ``tools``) or of a vendor's body."""
+    if max_output_tokens is not None and max_output_tokens < 0:
+        raise InvalidInput(f"max_output_tokens must be >= 0, got {max_output_tokens}")
+    if isinstance(cache, Mapping):
+        cache = f"prefix_tokens:{cache.get('prefix_tokens', '')}"
+    if messages is None and vendor_body is None:
+        raise InvalidInput("quote needs messages or a vendor_body")
+    count = count_tokens("", None, messages=messages, plain_text=False, max_tokens=None,
+                         allowed_special=frozenset(), disallowed_special=None, model=model,
+                         tools=tools, tool_choice=tool_choice, add_special_tokens=False)
+    request = pb.QuoteRequest(count=count.request, vendor=vendor or "", cache=cache,
+                              provider=provider or "")
+    if vendor_body is not None:
+        request.vendor_body_json = json.dumps(dict(vendor_body), ensure_ascii=False)
+    if max_output_tokens is not None:
+        request.max_output_tokens = max_output_tokens
+    return Unary("Quote", request, responses.quote_result)
 
 
 # -- Truncate, Chunk and Report -----------------------------------------------------------------

@@ -7,6 +7,7 @@ message is read, so both clients return equal results for equal responses.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from tokend.client.results import (
@@ -23,6 +24,8 @@ from tokend.client.results import (
     JobState,
     LintFinding,
     LintResult,
+    QuotePart,
+    QuoteResult,
     ReportLanguage,
     ReportResult,
     ReportTokenizer,
@@ -264,3 +267,21 @@ def jobs_of(response: pb.WatchTrainJobResponse) -> list[TrainJob]:
 
 def train_jobs(response: pb.ListTrainJobsResponse) -> list[TrainJob]:
     return [train_job(job) for job in response.jobs]
+
+
+def quote_result(response: pb.QuoteResponse) -> QuoteResult:
+    prices = response.prices
+    return QuoteResult(
+        model=response.model, exact=response.exact, estimate_reason=response.estimate_reason,
+        input_tokens=response.input_tokens, cache_write_tokens=response.cache_write_tokens,
+        cache_write_1h_tokens=response.cache_write_1h_tokens,
+        cache_read_tokens=response.cache_read_tokens,
+        output_tokens_max=response.output_tokens_max, usd_min=Decimal(response.usd_min),
+        usd_max=Decimal(response.usd_max), cache=response.cache, cache_rule=response.cache_rule,
+        breakpoints=tuple({"field": b.field, "ttl": b.ttl, "prefix_tokens": b.prefix_tokens}
+                          for b in response.breakpoints),
+        prices={"source": prices.source, "version": prices.version, "snapshot": prices.snapshot,
+                "provider": prices.provider, "model": prices.model},
+        parts=tuple(QuotePart(p.part, p.tokens, Decimal(p.usd_per_mtok), Decimal(p.usd))
+                    for p in response.parts),
+    )

@@ -6,6 +6,7 @@ import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 
@@ -397,3 +398,54 @@ class DiffResult:
     specials_moved: list[str]
     languages: list[DiffLanguage]
     texts: list[DiffText]
+
+
+@dataclass(frozen=True, slots=True)
+class QuotePart:
+    """One part of a quote: its tokens, USD per million tokens and USD (exact decimals)."""
+
+    part: str  # input, cache_write, cache_write_1h, cache_read, output
+    tokens: int
+    usd_per_mtok: Decimal
+    usd: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteResult:
+    """What a call will cost (docs/counting.md, "Price quotes"); ``as_dict`` is /quote's JSON."""
+
+    model: str
+    exact: bool
+    estimate_reason: str
+    # All input, cache writes and reads included (as genai-prices counts it).
+    input_tokens: int
+    cache_write_tokens: int  # 5-minute and 1-hour writes
+    cache_write_1h_tokens: int
+    cache_read_tokens: int
+    output_tokens_max: int
+    usd_min: Decimal  # without output
+    usd_max: Decimal  # with output_tokens_max
+    cache: str
+    cache_rule: str
+    breakpoints: tuple[dict[str, Any], ...]  # {"field", "ttl", "prefix_tokens"}
+    prices: dict[str, str]  # source, version, snapshot, provider, model
+    parts: tuple[QuotePart, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON answer of ``POST /quote`` (USD as decimal strings)."""
+        return {
+            "model": self.model, "exact": self.exact, "estimate_reason": self.estimate_reason,
+            "input_tokens": self.input_tokens, "cache_write_tokens": self.cache_write_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "output_tokens_max": self.output_tokens_max, "usd_min": _usd(self.usd_min),
+            "usd_max": _usd(self.usd_max), "cache": self.cache, "cache_rule": self.cache_rule,
+            "breakpoints": [dict(b) for b in self.breakpoints], "prices": dict(self.prices),
+            "parts": [{"part": p.part, "tokens": p.tokens, "usd_per_mtok": _usd(p.usd_per_mtok),
+                       "usd": _usd(p.usd)} for p in self.parts],
+        }
+
+
+def _usd(value: Decimal) -> str:
+    """As the server writes USD: a plain decimal string, zero as "0"."""
+    return "0" if value == 0 else format(value, "f")

@@ -72,6 +72,11 @@ class UnknownTokenizer(TokendError, LookupError):
     """No tokenizer, version or alias of that name exists."""
 
 
+class NoPrice(UnknownTokenizer):
+    """The price data (genai-prices) has no price for the model: NOT_FOUND, like an unknown
+    model (``core/counting/prices.py``)."""
+
+
 class AlreadyExists(TokendError, FileExistsError):
     """Something with that name already exists and may not be replaced."""
 

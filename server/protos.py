@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from tokend.core.counting import Chunk
 from tokend.core.counting.breakdown import PARTS
+from tokend.core.counting.quote import Quote
 from tokend.core.training.spec import DEFAULT_MODEL
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.counting import (
@@ -29,6 +30,7 @@ from tokend.server.app.encoding import (
 )
 from tokend.server.app.linting import Diffed, DiffRequest, DiffToken, Linted, LintRequest
 from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
+from tokend.server.app.quoting import QuoteRequest
 from tokend.server.app.reporting import Reported, ReportRequest
 from tokend.server.app.specials import NO_POLICY, SpecialPolicy
 from tokend.server.app.training import TrainConfig, TrainMessage
@@ -350,4 +352,35 @@ def job_to_proto(job: Job) -> pb.TrainJob:
         created_at=job.get("created_at", ""),
         finished_at=job.get("finished_at", ""),
         corpus_bytes=int(job.get("corpus_bytes", 0)),
+    )
+
+
+# -- Quote (issue 32) ---------------------------------------------------------------------------
+
+
+def quote_request(request: pb.QuoteRequest) -> QuoteRequest:
+    """The app's quote request; the body stays a JSON string (the app parses and checks it)."""
+    return QuoteRequest(
+        count=count_request(request.count),
+        vendor=request.vendor,
+        vendor_body=request.vendor_body_json or None,
+        max_output_tokens=(request.max_output_tokens if request.HasField("max_output_tokens")
+                           else None),
+        cache=request.cache,
+        provider=request.provider,
+    )
+
+
+def quote_response(quote: Quote) -> pb.QuoteResponse:
+    answer = quote.as_dict()
+    return pb.QuoteResponse(
+        model=answer["model"], exact=answer["exact"], estimate_reason=answer["estimate_reason"],
+        input_tokens=answer["input_tokens"], cache_write_tokens=answer["cache_write_tokens"],
+        cache_write_1h_tokens=answer["cache_write_1h_tokens"],
+        cache_read_tokens=answer["cache_read_tokens"],
+        output_tokens_max=answer["output_tokens_max"], usd_min=answer["usd_min"],
+        usd_max=answer["usd_max"], cache=answer["cache"], cache_rule=answer["cache_rule"],
+        breakpoints=[pb.QuoteBreakpoint(**b) for b in answer["breakpoints"]],
+        prices=pb.QuotePrices(**answer["prices"]),
+        parts=[pb.QuotePart(**p) for p in answer["parts"]],
     )

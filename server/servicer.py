@@ -107,6 +107,10 @@ class TokenizerService(pb_grpc.TokenizerServiceServicer):
         result = self.app.count(protos.count_request(request), GrpcCall(context))
         return protos.count_response(result)
 
+    def Quote(self, request: pb.QuoteRequest, context: grpc.ServicerContext) -> pb.QuoteResponse:
+        result = self.app.quote(protos.quote_request(request), GrpcCall(context))
+        return protos.quote_response(result)
+
     def Truncate(
         self, request: pb.TruncateRequest, context: grpc.ServicerContext
     ) -> pb.TruncateResponse:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from tokend import __version__
 
 # Command groups, each a module under tokend.commands with a ``register`` function.
-COMMAND_MODULES: tuple[str, ...] = ("serve", "remote", "train", "registry", "report", "models",
-                                     "calibrate")
+COMMAND_MODULES: tuple[str, ...] = ("serve", "remote", "quoting", "train", "registry", "report",
+                                     "models", "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,8 @@
 // Input (stdin, JSON): { tokenizer, texts: [string], messages?: [{role, content, name?}],
 //                        add_special_tokens?: bool (Encode and CountTokens of the texts),
 //                        count?: {model?, tools?, tool_choice?, max_tokens?},
+//                        quote?: {model, tools?, tool_choice?, max_output_tokens?, cache?,
+//                                 provider?, vendor?, vendor_body?} (of `messages`),
 //                        truncate?: {text, max_tokens, keep?, marker?},
 //                        chunk?: {text, max_tokens, overlap?},
 //                        train?: {name, vocab_size, model?, wordpiece_score?, special_tokens?,
@@ -21,6 +23,7 @@
 // an empty tokenizer then means the version it published.
 // Output (stdout, JSON): { tokenizer, ids: [[int]], counts: [int], total, messages_count,
 //                          decoded: [string], count?: CountTokensResponse,
+//                          quote?: QuoteResponse,
 //                          truncate?: TruncateResponse, chunks?: [TextChunk],
 //                          train?: TrainJob, report?: ReportResponse,
 //                          lint?: LintResponse, diff?: DiffResponse,
@@ -102,6 +105,13 @@ async function main() {
       const c = input.count;
       output.count = await client.countTokens(input.tokenizer, [], input.messages || [], {
         model: c.model, tools: c.tools, toolChoice: c.tool_choice, maxTokens: c.max_tokens,
+      });
+    }
+    if (input.quote) {
+      const q = input.quote;
+      output.quote = await client.quote(q.model, input.messages || [], {
+        tools: q.tools, toolChoice: q.tool_choice, maxOutputTokens: q.max_output_tokens,
+        cache: q.cache, provider: q.provider, vendor: q.vendor, vendorBody: q.vendor_body,
       });
     }
     if (input.truncate) {

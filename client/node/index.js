@@ -111,6 +111,38 @@ class TokendClient {
     return this._call('CountTokens', request);
   }
 
+  // What a call will cost (docs/counting.md, "Price quotes"). Returns the QuoteResponse:
+  // { model, exact, estimate_reason, input_tokens, cache_write_tokens, cache_write_1h_tokens,
+  //   cache_read_tokens, output_tokens_max, usd_min, usd_max (decimal strings), cache,
+  //   cache_rule, breakpoints, prices: { source, version, snapshot, provider, model },
+  //   parts: [{ part, tokens, usd_per_mtok, usd }] }.
+  // options: { tools, toolChoice, maxOutputTokens (default: the model's maximum),
+  //            cache ('cold' | 'warm' | 'prefix_tokens:N' | { prefix_tokens: N }), provider,
+  //            vendor + vendorBody (a vendor's request body instead of messages:
+  //            'anthropic', 'openai-responses', 'openai-chat', 'gemini') }.
+  quote(model, messages = [], options = {}) {
+    let cache = options.cache || '';
+    if (typeof cache === 'object') {
+      cache = `prefix_tokens:${cache.prefix_tokens}`;
+    }
+    const request = {
+      count: {
+        model,
+        messages: messages.map(toChatMessage),
+        tools_json: options.tools ? JSON.stringify(options.tools) : '',
+        tool_choice: options.toolChoice || '',
+      },
+      vendor: options.vendor || '',
+      vendor_body_json: options.vendorBody ? JSON.stringify(options.vendorBody) : '',
+      cache,
+      provider: options.provider || '',
+    };
+    if (options.maxOutputTokens !== undefined) {
+      request.max_output_tokens = options.maxOutputTokens;
+    }
+    return this._call('Quote', request);
+  }
+
   // Cut a text to at most maxTokens tokens. options: { keep: 'head'|'tail'|'both', marker }.
   // Returns { tokenizer, text, ids, count, truncated, head_chars, tail_chars, exact, ... }.
   truncate(tokenizer, text, maxTokens, options = {}) {

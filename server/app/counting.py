@@ -178,7 +178,7 @@ def count(
         result.model = info.name
         result.context_window = info.context_window
         result.max_output_tokens = info.max_output_tokens
-    if request.messages:
+    if request.messages or request.tools_json:  # tools alone: what their definitions cost
         _count_messages(request, result, tokenizers=tokenizers, models=models, config=config,
                         context=context, info=info, served=served, allowed=allowed,
                         disallowed=disallowed)

@@ -14,11 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tokend.core.counting import ModelCatalogue
+from tokend.core.counting.prices import read_snapshot
+from tokend.core.counting.quote import Quote
 from tokend.core.errors import InvalidInput
 from tokend.core.pipeline.decoders import byte_of
 from tokend.core.registry import Registry
 from tokend.server import cells, metrics
-from tokend.server.app import catalog, counting, encoding, linting
+from tokend.server.app import catalog, counting, encoding, linting, quoting
 from tokend.server.app.catalog import TokenizerManifest, TokenizerSummary
 from tokend.server.app.context import UNBOUNDED, CallContext
 from tokend.server.app.counting import (
@@ -40,6 +42,7 @@ from tokend.server.app.encoding import (
 )
 from tokend.server.app.fields import with_field
 from tokend.server.app.linting import Diffed, DiffRequest, Linted, LintRequest
+from tokend.server.app.quoting import QuoteRequest
 from tokend.server.app.reporting import Reported, ReportRequest, report
 from tokend.server.app.training import Training
 from tokend.server.config import ServerConfig
@@ -139,6 +142,25 @@ class App:
                                         context)
         record_tokens("CountTokens", served, result.total)
         return result
+
+    def quote(self, request: QuoteRequest, context: CallContext = UNBOUNDED) -> Quote:
+        """What a call will cost: counted as ``count`` counts (each count under the same
+        limits), split by the vendor's caching rule, priced by genai-prices (``quoting.py``)."""
+        served: list[Served] = []
+
+        def count(req: CountRequest) -> Counted:
+            # subtle: App.count would record CountTokens metrics once per prefix counted; the
+            # quote records its input tokens once, as Quote, when it is answered.
+            seen, result = counting.count(req, self.tokenizers, self.models, self.config,
+                                          context)
+            served.append(seen)
+            return result
+
+        folder = self.tokenizers.registry.store.local_root
+        snapshot = read_snapshot(Path(folder)) if folder else None
+        quoted = quoting.quote(request, count, self.models, snapshot)
+        record_tokens("Quote", served[0], quoted.input_tokens)
+        return quoted
 
     def truncate(self, request: TruncateRequest,
                  context: CallContext = UNBOUNDED) -> Truncated:

@@ -52,7 +52,7 @@ from tokend.server.web.guards import HostRule, check_content_type
 from tokend.server.web.refusals import Shape, facts_of, internal, tokend_error
 
 STATIC = Path(__file__).resolve().parent / "static"
-JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "GET /tokenizers",
+JSON_API = ["POST /tokenize", "POST /detokenize", "POST /count", "POST /quote", "GET /tokenizers",
             "GET /tokenizers/{ref}", "GET /tokenizers/{ref}/lint", "GET /diff", "GET /health",
             *vendors.PATHS]
 _MAX_REQUEST_ID = 128
@@ -87,6 +87,7 @@ class WebApi:
     def app(self) -> ASGIApp:
         routes = [  # the busiest first: the router tries them in order
             Route("/count", self.count, methods=["POST"]),
+            Route("/quote", self.quote, methods=["POST"]),
             Route("/tokenize", self.tokenize, methods=["POST"]),
             Route("/detokenize", self.detokenize, methods=["POST"]),
             Route("/", self.page, methods=["GET"]),
@@ -99,8 +100,8 @@ class WebApi:
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
         app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
-        posts = {"/count": self.count, "/tokenize": self.tokenize, "/detokenize": self.detokenize,
-                 **self.vendors.posts()}
+        posts = {"/count": self.count, "/quote": self.quote, "/tokenize": self.tokenize,
+                 "/detokenize": self.detokenize, **self.vendors.posts()}
         return HttpMetrics(app, posts, self.vendors.match)
 
     # -- routes ---------------------------------------------------------------------------
@@ -139,6 +140,14 @@ class WebApi:
             req = bodies.count_request(body)
             inline = inline and self.service.ready(req.tokenizer, req.model)
             return bodies.counted_json(await self.run(inline, request, self.service.count, req))
+        return await self.json_call(request, work)
+
+    async def quote(self, request: Request) -> Response | JsonAnswer:
+        """What a call will cost (``App.quote``); the answer is ``Quote.as_dict``."""
+        async def work(body: dict[str, Any], inline: bool) -> dict[str, Any]:
+            req = bodies.quote_request(body)
+            quoted = await self.run(False, request, self.service.quote, req)
+            return quoted.as_dict()
         return await self.json_call(request, work)
 
     async def list_tokenizers(self, request: Request) -> Response | JsonAnswer:

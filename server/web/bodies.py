@@ -14,6 +14,7 @@ from tokend.server.app.counting import Counted, CountRequest
 from tokend.server.app.encoding import Decoded, DecodeRequest, Encoded, EncodeRequest
 from tokend.server.app.linting import Diffed, DiffRequest, DiffToken, Linted, LintRequest
 from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
+from tokend.server.app.quoting import QuoteRequest
 from tokend.server.app.specials import NO_POLICY, SpecialPolicy
 from tokend.server.web import schema
 from tokend.server.web.convert import checked, invalid
@@ -116,6 +117,27 @@ def tokens_json(result: Encoded, byte_fallback: frozenset[int]) -> dict[str, Any
 def decoded_json(result: Decoded) -> dict[str, Any]:
     return {"tokenizer": result.tokenizer, "text": result.text, "data": result.data.hex(),
             "results": [{"text": r.text, "data": r.data.hex()} for r in result.results]}
+
+
+# The fields /quote adds to /count's body (QuoteRequest's, HTTP spelling: vendor_body an object).
+QUOTE_FIELDS = ("vendor", "vendor_body", "max_output_tokens", "cache", "provider")
+
+
+def quote_request(body: dict[str, Any]) -> QuoteRequest:
+    """/quote's body: /count's fields plus the quote's (or a vendor body and its name)."""
+    own = {key: body.pop(key) for key in QUOTE_FIELDS if key in body}
+    for key in ("vendor", "provider"):
+        if not isinstance(own.get(key, ""), str):
+            raise invalid(key, "must be a string")
+    out = own.get("max_output_tokens")
+    if out is not None and (isinstance(out, bool) or not isinstance(out, int)):
+        raise invalid("max_output_tokens", "must be an integer (tokens)")
+    given = own.get("vendor_body")
+    if given is not None and not isinstance(given, dict):
+        raise invalid("vendor_body", "must be an object: the vendor's request body")
+    return QuoteRequest(count=count_request(body), vendor=own.get("vendor", ""),
+                        vendor_body=given, max_output_tokens=out, cache=own.get("cache", ""),
+                        provider=own.get("provider", ""))
 
 
 def counted_json(r: Counted) -> dict[str, Any]:

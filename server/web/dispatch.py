@@ -20,6 +20,7 @@ from tokend.server.web.vendors import handler_label as vendor_label
 # The ``handler`` label of the HTTP metrics: a fixed set, never the client's path.
 HANDLERS = {"/": "page", "/tokenize": "tokenize", "/detokenize": "detokenize",
             "/count": "count", "/tokenizers": "tokenizers", "/health": "health", "/diff": "diff"}
+HANDLERS["/quote"] = "quote"  # issue 32: price quotes
 
 
 # The JSON of every answer: compact, UTF-8 as is, no NaN (Starlette's JSONResponse settings).

@@ -13,9 +13,8 @@ are accepted and ignored: counting needs no key.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -27,8 +26,8 @@ from tokend.core.counting.vendor_requests.anthropic import anthropic_request
 from tokend.core.counting.vendor_requests.gemini import gemini_request
 from tokend.core.counting.vendor_requests.responses import responses_request
 from tokend.core.errors import TokendError
-from tokend.server.app.counting import Counted, CountRequest
-from tokend.server.app.messages import ChatMessage, ContentPart, ImagePart, ToolCall
+from tokend.server.app.counting import Counted
+from tokend.server.app.quoting import count_request
 from tokend.server.errors import with_field
 from tokend.server.web.refusals import ErrorFacts, Shape
 
@@ -134,30 +133,6 @@ async def _call(
             raise vendor_field(exc, chat, root) from None
         return {**answer(counted), "tokend": facts(counted, chat)}
     return await api.json_call(request, work, shape=shape)
-
-
-def count_request(chat: ChatRequest) -> CountRequest:
-    """The app's typed count request of a translated vendor request."""
-    return CountRequest(
-        model=chat.model,
-        messages=[_message(m) for m in chat.messages],
-        tools_json=json.dumps(chat.tools, ensure_ascii=False) if chat.tools else "",
-        tool_choice=chat.tool_choice,
-    )
-
-
-def _message(m: Mapping[str, Any]) -> ChatMessage:
-    given = m.get("content", "")
-    parts: tuple[ContentPart, ...] = ()
-    if not isinstance(given, str):
-        parts = tuple(
-            ContentPart(image=ImagePart(p["width"], p["height"], p["image_url"]["detail"]))
-            if p["type"] == "image_url" else ContentPart(text=p["text"])
-            for p in given)
-        given = ""
-    calls = tuple(ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                  for c in m.get("tool_calls", ()))
-    return ChatMessage(m["role"], given, "", parts, calls, m.get("tool_call_id", ""))
 
 
 def facts(counted: Counted, chat: ChatRequest) -> dict[str, Any]:

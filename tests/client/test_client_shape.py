@@ -114,6 +114,12 @@ RPCS: dict[str, tuple[bool, bool, list[Message]]] = {
     "CountTokens": (False, False, [pb.CountTokensResponse(
         tokenizer="t", counts=[4], total=4, fits=True, remaining=6, exact=True,
         chat_rule="openai", model="gpt-4o", context_window=128000)]),
+    "Quote": (False, False, [pb.QuoteResponse(
+        model="gpt-4o", exact=True, input_tokens=9, cache_read_tokens=0, output_tokens_max=5,
+        usd_min="0.0000225", usd_max="0.0000725", cache="cold",
+        breakpoints=[pb.QuoteBreakpoint(field="system[0]", ttl="1h", prefix_tokens=3)],
+        prices=pb.QuotePrices(source="genai-prices", version="0.2.3"),
+        parts=[pb.QuotePart(part="input", tokens=9, usd_per_mtok="2.5", usd="0.0000225")])]),
     "Truncate": (False, False, [pb.TruncateResponse(tokenizer="t", text="he", ids=[7],
                                                     count=1, truncated=True, head_chars=2)]),
     "Chunk": (False, True, [
@@ -167,6 +173,9 @@ CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         {"type": "image_url", "image_url": {"url": "u", "width": 8, "height": 8}}]}]),
         {"max_tokens": 10, "model": "gpt-4o", "tools": [{"type": "function"}],
          "tool_choice": {"function": {"name": "f"}}}),
+    "quote": (("gpt-4o", [ChatMessage("user", "hi")]),
+              {"tools": [{"type": "function"}], "max_output_tokens": 5, "cache": "warm",
+               "vendor": "anthropic", "vendor_body": {"model": "m"}, "provider": "p"}),
     "truncate": (("t", "hello", 3), {"keep": "both", "marker": "~"}),
     "chunk": (("t", "ab", 1), {"overlap": 0}),
     "iter_chunks": (("t", "ab", 1), {"overlap": 0}),

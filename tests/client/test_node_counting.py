@@ -8,6 +8,8 @@ from typing import Any
 from node_client import run_node
 
 from tokend.core.counting import chunk, count_chat, truncate
+from tokend.core.counting.caching import WARM, CacheState
+from tokend.core.counting.quote import quote_anthropic, quote_chat
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup", "description": "Look a word up",
@@ -53,6 +55,28 @@ class TestNodeCounting:
         assert [(c["text"], c["start"], c["end"], c["byte_start"], c["count"])
                 for c in out["chunks"]] == [
             (c.text, c.start, c.end, c.byte_start, c.count) for c in pieces]
+
+    def test_quote(self, tokend_service: Any) -> None:
+        """Node's quote() answers what the library's quote does (an Anthropic body too)."""
+        chat = [{"role": "system", "content": "Cache me. " * 600},
+                {"role": "user", "content": "What is cached?"}]
+        body = {"model": "claude-sonnet-4-5", "system": [
+            {"type": "text", "text": "Cache me. " * 600, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "What is cached?"}]}
+        status, out, err = run_node(tokend_service.target, {
+            "tokenizer": "gpt-4o", "texts": ["x"], "messages": chat,
+            "quote": {"model": "gpt-4o", "cache": "warm", "max_output_tokens": 50}})
+        assert status == 0, err
+        assert out["quote"] == quote_chat(chat, model="gpt-4o", cache=WARM,
+                                          max_output_tokens=50).as_dict()
+        status, out, err = run_node(tokend_service.target, {
+            "tokenizer": "gpt-4o", "texts": ["x"],
+            "quote": {"model": "", "vendor": "anthropic", "vendor_body": body,
+                      "cache": {"prefix_tokens": 100000}, "max_output_tokens": 50}})
+        assert status == 0, err
+        expected = quote_anthropic(body, cache=CacheState("prefix", 100000),
+                                   max_output_tokens=50).as_dict()
+        assert out["quote"] == expected and expected["cache_read_tokens"] > 0
 
     def test_error_reaches_node(self, tokend_service: Any) -> None:
         payload = {"tokenizer": "o200k_base", "texts": ["x"],

@@ -87,7 +87,8 @@ def message(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[dict[st
         else:
             value = scalar(field)
         parts[field.name] = st.lists(value, max_size=5) if field.is_repeated else value
-    oneofs = {f.name for o in descriptor.oneofs for f in o.fields}
+    # (a member past the depth limit has no strategy: it is never picked)
+    oneofs = {f.name for o in descriptor.oneofs for f in o.fields if f.name in parts}
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:

@@ -13,6 +13,7 @@ read from the server's tables through each row's class.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ SHAPES: dict[str, tuple[bool, bool]] = {
     "EncodeStream": (True, True),
     "Decode": (False, False),
     "CountTokens": (False, False),
+    "Quote": (False, False),
     "Truncate": (False, False),
     "Chunk": (False, True),
     "ListTokenizers": (False, False),
@@ -92,7 +94,8 @@ USUAL_ERROR: dict[str, type[E.TokendError]] = {
 }
 # The RPCs the HTTP JSON API serves, and how (tests/server/test_http_bad_inputs.py).
 HTTP_ROUTES = {"Encode": "POST /tokenize", "Decode": "POST /detokenize",
-               "CountTokens": "POST /count", "GetTokenizer": "GET /tokenizers/{ref}",
+               "CountTokens": "POST /count", "Quote": "POST /quote",
+               "GetTokenizer": "GET /tokenizers/{ref}",
                "ListTokenizers": "GET /tokenizers", "Lint": "GET /tokenizers/{ref}/lint",
                "Diff": "GET /diff"}
 
@@ -108,6 +111,8 @@ def http_status(case: Case) -> int | None:
     GET, which has none)."""
     route = HTTP_ROUTES.get(case.rpc)
     if route is None or (route.startswith("GET") and case.request == (GARBAGE,)):
+        return None
+    if case.field == "vendor_body_json":  # gRPC's spelling; HTTP's vendor_body is an object
         return None
     return next(status for cls, status in HTTP_STATUS_TABLE if issubclass(case.error_class, cls))
 
@@ -156,6 +161,21 @@ def _enc(**kw: object) -> tuple[bytes, ...]:
 
 def _count(**kw: object) -> tuple[bytes, ...]:
     return ser(pb.CountTokensRequest(**kw))  # type: ignore[arg-type]
+
+
+def _quote(model: str = "gpt-4o", **kw: object) -> tuple[bytes, ...]:
+    """A Quote of one short user message for ``model`` with the quote fields ``kw``."""
+    count = pb.CountTokensRequest(model=model, messages=[pb.ChatMessage(role="user",
+                                                                        content="hi")])
+    return ser(pb.QuoteRequest(count=count, **kw))  # type: ignore[arg-type]
+
+
+def _anthropic_body(breakpoints: int, ttl: str = "5m") -> str:
+    """An Anthropic Messages body (JSON) whose user message has ``breakpoints`` marked blocks."""
+    blocks = [{"type": "text", "text": f"part {i}",
+               "cache_control": {"type": "ephemeral", "ttl": ttl}} for i in range(breakpoints)]
+    return json.dumps({"model": "claude-sonnet-4-5",
+                       "messages": [{"role": "user", "content": blocks}]})
 
 
 def _truncate(**kw: object) -> tuple[bytes, ...]:
@@ -300,6 +320,42 @@ CATALOGUE: tuple[Case, ...] = (
           (bad_utf8(pb.DecodeRequest(tokenizer=PLACEHOLDER, ids=[1])),), IA, "tokenizer",
           UTF8_RULE),
     _case("decode-garbage", "Decode", "bytes that are no protobuf message", (GARBAGE,), IA,
+          "request", PROTO_RULE),
+    # -- Quote --------------------------------------------------------------------------
+    _case("quote-max-output-negative", "Quote", "negative max_output_tokens",
+          _quote(max_output_tokens=-1), IA, "max_output_tokens", "must be from 0"),
+    _case("quote-max-output-absurd", "Quote", "max_output_tokens = 2^63 - 1",
+          _quote(max_output_tokens=2**63 - 1), IA, "max_output_tokens", "must be from 0"),
+    _case("quote-max-output-over-model", "Quote", "max_output_tokens over the model's maximum",
+          _quote(max_output_tokens=100000), IA, "max_output_tokens",
+          "over gpt-4o's maximum output"),
+    _case("quote-cache-unknown", "Quote", "an unknown cache state",
+          _quote(cache="hot"), IA, "cache", "unknown cache state"),
+    _case("quote-cache-prefix", "Quote", "prefix_tokens not a number",
+          _quote(cache="prefix_tokens:many"), IA, "cache.prefix_tokens",
+          "non-negative integer"),
+    _case("quote-no-price", "Quote", "a model genai-prices does not price",
+          _quote(model="gpt2", max_output_tokens=1), NF, "model", "no price for model"),
+    _case("quote-no-model", "Quote", "no catalogued model",
+          ser(pb.QuoteRequest(count=pb.CountTokensRequest(tokenizer=O2, texts=["a"]))), NF,
+          "model", "needs a catalogued model"),
+    _case("quote-vendor-unknown", "Quote", "an unknown vendor body shape",
+          ser(pb.QuoteRequest(vendor="cohere", vendor_body_json="{}")), IA, "vendor",
+          "unknown vendor"),
+    _case("quote-vendor-body-json", "Quote", "vendor_body_json that is no JSON",
+          ser(pb.QuoteRequest(vendor="anthropic", vendor_body_json="{")), IA,
+          "vendor_body_json", "is not JSON"),
+    _case("quote-breakpoints", "Quote", "five cache_control breakpoints",
+          ser(pb.QuoteRequest(vendor="anthropic", vendor_body_json=_anthropic_body(5))), IA,
+          "vendor_body.messages[0].content[4].cache_control", "at most 4"),
+    _case("quote-ttl", "Quote", "a cache_control ttl other than 5m or 1h",
+          ser(pb.QuoteRequest(vendor="anthropic", vendor_body_json=_anthropic_body(1, "2h"))),
+          IA, "vendor_body.messages[0].content[0].cache_control.ttl", "must be \"5m\" or"),
+    _case("quote-body-field", "Quote", "a vendor body without messages",
+          ser(pb.QuoteRequest(vendor="anthropic",
+                              vendor_body_json='{"model": "claude-sonnet-4-5"}')),
+          IA, "vendor_body.messages", "is required"),
+    _case("quote-garbage", "Quote", "bytes that are no protobuf message", (GARBAGE,), IA,
           "request", PROTO_RULE),
     # -- CountTokens ----------------------------------------------------------------------
     _case("count-nothing", "CountTokens", "neither texts nor messages", _count(tokenizer=O2),

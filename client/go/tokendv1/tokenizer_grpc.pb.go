@@ -56,6 +56,10 @@ type TokenizerServiceClient interface {
 	// the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
 	// counts changed most. Bounded as Lint.
 	Diff(ctx context.Context, in *DiffRequest, opts ...grpc.CallOption) (*DiffResponse, error)
+	// What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+	// CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+	// bounded 0 .. max_output_tokens, each part priced by genai-prices.
+	Quote(ctx context.Context, in *QuoteRequest, opts ...grpc.CallOption) (*QuoteResponse, error)
 }
 
 type tokenizerServiceClient struct {
@@ -303,6 +307,15 @@ func (c *tokenizerServiceClient) Diff(ctx context.Context, in *DiffRequest, opts
 	return out, nil
 }
 
+func (c *tokenizerServiceClient) Quote(ctx context.Context, in *QuoteRequest, opts ...grpc.CallOption) (*QuoteResponse, error) {
+	out := new(QuoteResponse)
+	err := c.cc.Invoke(ctx, "/tokend.v1.TokenizerService/Quote", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TokenizerServiceServer is the server API for TokenizerService service.
 // All implementations must embed UnimplementedTokenizerServiceServer
 // for forward compatibility
@@ -346,6 +359,10 @@ type TokenizerServiceServer interface {
 	// the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
 	// counts changed most. Bounded as Lint.
 	Diff(context.Context, *DiffRequest) (*DiffResponse, error)
+	// What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+	// CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+	// bounded 0 .. max_output_tokens, each part priced by genai-prices.
+	Quote(context.Context, *QuoteRequest) (*QuoteResponse, error)
 	mustEmbedUnimplementedTokenizerServiceServer()
 }
 
@@ -400,6 +417,9 @@ func (UnimplementedTokenizerServiceServer) Lint(context.Context, *LintRequest) (
 }
 func (UnimplementedTokenizerServiceServer) Diff(context.Context, *DiffRequest) (*DiffResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Diff not implemented")
+}
+func (UnimplementedTokenizerServiceServer) Quote(context.Context, *QuoteRequest) (*QuoteResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Quote not implemented")
 }
 func (UnimplementedTokenizerServiceServer) mustEmbedUnimplementedTokenizerServiceServer() {}
 
@@ -724,6 +744,24 @@ func _TokenizerService_Diff_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TokenizerService_Quote_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QuoteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TokenizerServiceServer).Quote(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/tokend.v1.TokenizerService/Quote",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TokenizerServiceServer).Quote(ctx, req.(*QuoteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _TokenizerService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "tokend.v1.TokenizerService",
 	HandlerType: (*TokenizerServiceServer)(nil),
@@ -775,6 +813,10 @@ var _TokenizerService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Diff",
 			Handler:    _TokenizerService_Diff_Handler,
+		},
+		{
+			MethodName: "Quote",
+			Handler:    _TokenizerService_Quote_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

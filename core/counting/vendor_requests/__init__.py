@@ -31,6 +31,9 @@ class ChatRequest:
     tool_choice: str = ""
     origins: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The vendor accepts a request with no message at all (OpenAI's Responses input_tokens
+    # without input): it is counted, as 0 tokens plus its tools, instead of refused.
+    empty_ok: bool = False
 
     def add(self, message: dict[str, Any], origin: str) -> None:
         self.messages.append(message)

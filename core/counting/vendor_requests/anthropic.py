@@ -18,6 +18,7 @@ from typing import Any
 
 from tokend.core.counting.vendor_requests import ChatRequest, content
 from tokend.core.counting.vendor_requests.media import (
+    checked_base64,
     given_size,
     image_part,
     image_size,
@@ -25,6 +26,7 @@ from tokend.core.counting.vendor_requests.media import (
 )
 from tokend.core.counting.vendor_requests.shapes import (
     array,
+    check_utf8,
     compact_json,
     invalid,
     obj,
@@ -53,6 +55,7 @@ def anthropic_request(body: Mapping[str, Any]) -> ChatRequest:
     ([{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}], \
 ['system', 'messages[0]'])
     """
+    check_utf8(body)
     if "model" not in body:
         raise invalid("model", "is required (e.g. \"claude-sonnet-4-5\")")
     request = ChatRequest(model=text(body["model"], "model"))
@@ -130,7 +133,8 @@ def _image(request: ChatRequest, block: Mapping[str, Any], at: str) -> dict[str,
     kind = one_of(source.get("type"), ("base64", "url", "file"), f"{at}.source.type")
     size = given_size(block, at) or given_size(source, f"{at}.source")
     if size is None and kind == "base64":
-        size = image_size(text(source.get("data"), f"{at}.source.data"))
+        data = text(source.get("data"), f"{at}.source.data")
+        size = image_size(checked_base64(data, f"{at}.source.data"))
     return image_part(size, "auto", request.notes)
 
 
@@ -153,7 +157,8 @@ def _document(request: ChatRequest, block: Mapping[str, Any], at: str) -> list[d
                 sub = one_of(item.get("type"), ("text", "image"), f"{where}.type")
                 parts += _blocks(request, item, sub, where)
     elif kind == "base64":
-        pages = pdf_pages(text(source.get("data"), f"{at}.source.data"))
+        data = text(source.get("data"), f"{at}.source.data")
+        pages = pdf_pages(checked_base64(data, f"{at}.source.data"))
         request.note(PDF_NOTE)
         parts += [image_part(PAGE_SIZE, "auto", request.notes) for _ in range(pages)]
     else:
@@ -183,7 +188,8 @@ def _tool(request: ChatRequest, tool: Mapping[str, Any], where: str) -> dict[str
         function["description"] = text(tool["description"], f"{where}.description")
     if tool.get("type") not in (None, "custom") and "input_schema" not in tool:
         request.note(SERVER_TOOL_NOTE)
-        function["description"] = compact_json({k: v for k, v in tool.items() if k != "name"})
+        function["description"] = compact_json(
+            {k: v for k, v in tool.items() if k not in ("name", "cache_control")})
         return {"type": "function", "function": function}
     function["parameters"] = obj(tool.get("input_schema"), f"{where}.input_schema")
     return {"type": "function", "function": function}

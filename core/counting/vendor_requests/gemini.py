@@ -18,6 +18,7 @@ from typing import Any
 
 from tokend.core.counting.vendor_requests import ChatRequest, content
 from tokend.core.counting.vendor_requests.media import (
+    checked_base64,
     given_size,
     image_part,
     image_size,
@@ -25,6 +26,7 @@ from tokend.core.counting.vendor_requests.media import (
 )
 from tokend.core.counting.vendor_requests.shapes import (
     array,
+    check_utf8,
     compact_json,
     invalid,
     obj,
@@ -61,6 +63,7 @@ def gemini_request(model: str, body: Mapping[str, Any]) -> ChatRequest:
     >>> r.model, r.messages
     ('gemini-2.5-flash', [{'role': 'user', 'content': 'Hi'}])
     """
+    check_utf8(body)
     request = ChatRequest(model=model.removeprefix("models/"))
     wrapped = field(body, "generateContentRequest")
     where = ""
@@ -94,6 +97,9 @@ def gemini_request(model: str, body: Mapping[str, Any]) -> ChatRequest:
 
 def _content(request: ChatRequest, item: Mapping[str, Any], at: str) -> None:
     role = ROLES[one_of(item.get("role") or "user", tuple(ROLES), f"{at}.role")]
+    if isinstance(item.get("parts"), list) and not item["parts"]:
+        # The API refuses it ("contents.parts must not be empty"), so tokend does too.
+        raise invalid(f"{at}.parts", "must not be empty: a content has at least one part")
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     parts = _parts(request, item, at, calls=calls, results=results)
@@ -155,7 +161,7 @@ def _media_type(data: Mapping[str, Any], at: str) -> str:
 
 def _inline(request: ChatRequest, data: Mapping[str, Any], at: str) -> list[dict[str, Any]]:
     mime = _media_type(data, at)
-    payload = text(data.get("data"), f"{at}.data")
+    payload = checked_base64(text(data.get("data"), f"{at}.data"), f"{at}.data")
     if mime == "application/pdf":
         request.note(PDF_NOTE)
         return [image_part(PAGE_SIZE, "auto", request.notes)

@@ -34,6 +34,8 @@ DEFAULT_NOTE = (f"an image's size could not be read from the request (a URL or f
 # The largest width or height given on a block (the proto's int32, as POST /count takes).
 MAX_SIDE = 2**31 - 1
 _URLSAFE = str.maketrans("-_", "+/")
+# A character no base64 alphabet has (padding only at the end).
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=]|=(?=[^=])")
 # A PDF page object (``/Type /Page``, not ``/Pages``).
 _PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
@@ -53,6 +55,32 @@ def _decoded(data: str, chars: int | None) -> bytes:
         return base64.b64decode(data + "=" * (-len(data) % 4))
     except (binascii.Error, ValueError):
         return b""
+
+
+def checked_base64(data: str, field: str) -> str:
+    """``data`` (base64, or a data: URL) when all of it decodes; else refused naming ``field``,
+    as the vendors refuse it (an image that cannot be decoded is no image of any size).
+
+    >>> checked_base64("aGk=", "source.data")
+    'aGk='
+    >>> try:
+    ...     checked_base64("not base64!", "source.data")
+    ... except ValueError as exc:
+    ...     print(exc)
+    source.data: is not valid base64 (character 3 of the value): send the file's bytes ...
+    """
+    payload = data.partition(",")[2] if data.startswith("data:") else data
+    payload = payload.translate(_URLSAFE)
+    bad = _NOT_BASE64.search(payload)
+    if bad is None and len(payload.rstrip("=")) % 4 != 1:
+        try:
+            base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
+            return data
+        except (binascii.Error, ValueError):
+            pass
+    at = bad.start() if bad is not None else len(payload)
+    raise invalid(field, f"is not valid base64 (character {at} of the value): send the "
+                  "file's bytes base64-encoded")
 
 
 def image_size(data: str) -> tuple[int, int] | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tokend.core.counting.vendor_requests import ChatRequest, content
 from tokend.core.counting.vendor_requests.media import (
+    checked_base64,
     given_size,
     image_part,
     image_size,
@@ -26,6 +27,7 @@ from tokend.core.counting.vendor_requests.media import (
 )
 from tokend.core.counting.vendor_requests.shapes import (
     array,
+    check_utf8,
     compact_json,
     invalid,
     obj,
@@ -52,12 +54,14 @@ def responses_request(body: Mapping[str, Any]) -> ChatRequest:
     >>> r.messages
     [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
     """
+    check_utf8(body)
     for key in ("previous_response_id", "conversation"):
         if body.get(key) is not None:
             raise invalid(key, f"is not counted: {STORED}")
     if "model" not in body:
         raise invalid("model", "is required (e.g. \"gpt-4o\")")
-    request = ChatRequest(model=text(body["model"], "model"))
+    # ``input`` is optional in OpenAI's schema for input_tokens: none counts as nothing.
+    request = ChatRequest(model=text(body["model"], "model"), empty_ok=True)
     instructions = optional_text(body, "instructions", "instructions")
     if instructions:
         request.add({"role": "system", "content": instructions}, "instructions")
@@ -128,7 +132,9 @@ def _part(request: ChatRequest, part: Mapping[str, Any], at: str) -> list[dict[s
     if kind == "input_image":
         detail = one_of(part.get("detail") or "auto", DETAILS, f"{at}.detail")
         url = optional_text(part, "image_url", f"{at}.image_url")
-        size = given_size(part, at) or (image_size(url) if url.startswith("data:") else None)
+        size = given_size(part, at) or (
+            image_size(checked_base64(url, f"{at}.image_url")) if url.startswith("data:")
+            else None)
         return [image_part(size, detail, request.notes)]
     if kind == "input_file":
         data = optional_text(part, "file_data", f"{at}.file_data")
@@ -136,7 +142,8 @@ def _part(request: ChatRequest, part: Mapping[str, Any], at: str) -> list[dict[s
             raise invalid(f"{at}.file_data", "a file given by file_id or file_url is not "
                           "counted: tokend never fetches files; send it as file_data (base64)")
         request.note(PDF_NOTE)
-        return [image_part(PAGE_SIZE, "high", request.notes) for _ in range(pdf_pages(data))]
+        pages = pdf_pages(checked_base64(data, f"{at}.file_data"))
+        return [image_part(PAGE_SIZE, "high", request.notes) for _ in range(pages)]
     raise invalid(f"{at}.type", "must be input_text, input_image, input_file, output_text or "
                   f"refusal, not {shown(kind, 40)}")
 

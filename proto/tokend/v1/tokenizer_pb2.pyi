@@ -2160,3 +2160,212 @@ class DiffResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DiffResponse: _TypeAlias = DiffResponse  # noqa: Y015
+
+@_typing.final
+class QuoteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNT_FIELD_NUMBER: _builtins.int
+    VENDOR_BODY_JSON_FIELD_NUMBER: _builtins.int
+    VENDOR_FIELD_NUMBER: _builtins.int
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    CACHE_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELD_NUMBER: _builtins.int
+    vendor_body_json: _builtins.str
+    """Or a vendor-shaped body, as JSON, in the shape `vendor` names; `count.model` may name the
+    model (a Gemini body has none of its own).
+    """
+    vendor: _builtins.str
+    """"anthropic" (Messages: its cache_control breakpoints apply), "openai-responses",
+    "openai-chat" (Chat Completions) or "gemini" (generateContent).
+    """
+    max_output_tokens: _builtins.int
+    """The most output tokens quoted (usd_max); unset: the model's maximum from the catalogue."""
+    cache: _builtins.str
+    """"cold" (default: a first call), "warm" (this request was sent before and is cached) or
+    "prefix_tokens:N" (N leading tokens are cached).
+    """
+    provider: _builtins.str
+    """genai-prices' provider id (e.g. "together" for an open model); empty: the model's vendor."""
+    @_builtins.property
+    def count(self) -> Global___CountTokensRequest:
+        """The request to price, as CountTokens takes it (model, messages, tools_json, texts)."""
+
+    def __init__(
+        self,
+        *,
+        count: Global___CountTokensRequest | None = ...,
+        vendor_body_json: _builtins.str = ...,
+        vendor: _builtins.str = ...,
+        max_output_tokens: _builtins.int | None = ...,
+        cache: _builtins.str = ...,
+        provider: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_output_tokens", b"_max_output_tokens", "count", b"count", "max_output_tokens", b"max_output_tokens"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_output_tokens", b"_max_output_tokens", "cache", b"cache", "count", b"count", "max_output_tokens", b"max_output_tokens", "provider", b"provider", "vendor", b"vendor", "vendor_body_json", b"vendor_body_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_output_tokens: _TypeAlias = _typing.Literal["max_output_tokens"]  # noqa: Y015
+    _WhichOneofArgType__max_output_tokens: _TypeAlias = _typing.Literal["_max_output_tokens", b"_max_output_tokens"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_output_tokens) -> _WhichOneofReturnType__max_output_tokens | None: ...
+
+Global___QuoteRequest: _TypeAlias = QuoteRequest  # noqa: Y015
+
+@_typing.final
+class QuotePart(_message.Message):
+    """One part of a quote; USD as decimal strings (exact)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PART_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    USD_PER_MTOK_FIELD_NUMBER: _builtins.int
+    USD_FIELD_NUMBER: _builtins.int
+    part: _builtins.str
+    """"input" (uncached), "cache_write", "cache_write_1h", "cache_read", "output"."""
+    tokens: _builtins.int
+    usd_per_mtok: _builtins.str
+    usd: _builtins.str
+    def __init__(
+        self,
+        *,
+        part: _builtins.str = ...,
+        tokens: _builtins.int = ...,
+        usd_per_mtok: _builtins.str = ...,
+        usd: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["part", b"part", "tokens", b"tokens", "usd", b"usd", "usd_per_mtok", b"usd_per_mtok"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QuotePart: _TypeAlias = QuotePart  # noqa: Y015
+
+@_typing.final
+class QuoteBreakpoint(_message.Message):
+    """An Anthropic cache_control breakpoint: its field, ttl and the prefix's tokens."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIELD_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
+    PREFIX_TOKENS_FIELD_NUMBER: _builtins.int
+    field: _builtins.str
+    ttl: _builtins.str
+    prefix_tokens: _builtins.int
+    def __init__(
+        self,
+        *,
+        field: _builtins.str = ...,
+        ttl: _builtins.str = ...,
+        prefix_tokens: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field", b"field", "prefix_tokens", b"prefix_tokens", "ttl", b"ttl"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QuoteBreakpoint: _TypeAlias = QuoteBreakpoint  # noqa: Y015
+
+@_typing.final
+class QuotePrices(_message.Message):
+    """The price data: its name, version and snapshot, and what it priced."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    SNAPSHOT_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    source: _builtins.str
+    version: _builtins.str
+    snapshot: _builtins.str
+    provider: _builtins.str
+    model: _builtins.str
+    def __init__(
+        self,
+        *,
+        source: _builtins.str = ...,
+        version: _builtins.str = ...,
+        snapshot: _builtins.str = ...,
+        provider: _builtins.str = ...,
+        model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["model", b"model", "provider", b"provider", "snapshot", b"snapshot", "source", b"source", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QuotePrices: _TypeAlias = QuotePrices  # noqa: Y015
+
+@_typing.final
+class QuoteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODEL_FIELD_NUMBER: _builtins.int
+    EXACT_FIELD_NUMBER: _builtins.int
+    ESTIMATE_REASON_FIELD_NUMBER: _builtins.int
+    INPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    CACHE_WRITE_TOKENS_FIELD_NUMBER: _builtins.int
+    CACHE_WRITE_1H_TOKENS_FIELD_NUMBER: _builtins.int
+    CACHE_READ_TOKENS_FIELD_NUMBER: _builtins.int
+    OUTPUT_TOKENS_MAX_FIELD_NUMBER: _builtins.int
+    USD_MIN_FIELD_NUMBER: _builtins.int
+    USD_MAX_FIELD_NUMBER: _builtins.int
+    CACHE_FIELD_NUMBER: _builtins.int
+    CACHE_RULE_FIELD_NUMBER: _builtins.int
+    BREAKPOINTS_FIELD_NUMBER: _builtins.int
+    PRICES_FIELD_NUMBER: _builtins.int
+    PARTS_FIELD_NUMBER: _builtins.int
+    model: _builtins.str
+    exact: _builtins.bool
+    """False when the count is an estimate (a Claude or Gemini model...): estimate_reason says why."""
+    estimate_reason: _builtins.str
+    input_tokens: _builtins.int
+    """All input, cache writes and reads included (as genai-prices counts it)."""
+    cache_write_tokens: _builtins.int
+    """5-minute and 1-hour writes; of which 1-hour."""
+    cache_write_1h_tokens: _builtins.int
+    cache_read_tokens: _builtins.int
+    output_tokens_max: _builtins.int
+    usd_min: _builtins.str
+    """Without output, and with output_tokens_max: decimal strings in USD."""
+    usd_max: _builtins.str
+    cache: _builtins.str
+    cache_rule: _builtins.str
+    @_builtins.property
+    def breakpoints(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuoteBreakpoint]: ...
+    @_builtins.property
+    def prices(self) -> Global___QuotePrices: ...
+    @_builtins.property
+    def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuotePart]: ...
+    def __init__(
+        self,
+        *,
+        model: _builtins.str = ...,
+        exact: _builtins.bool = ...,
+        estimate_reason: _builtins.str = ...,
+        input_tokens: _builtins.int = ...,
+        cache_write_tokens: _builtins.int = ...,
+        cache_write_1h_tokens: _builtins.int = ...,
+        cache_read_tokens: _builtins.int = ...,
+        output_tokens_max: _builtins.int = ...,
+        usd_min: _builtins.str = ...,
+        usd_max: _builtins.str = ...,
+        cache: _builtins.str = ...,
+        cache_rule: _builtins.str = ...,
+        breakpoints: _abc.Iterable[Global___QuoteBreakpoint] | None = ...,
+        prices: Global___QuotePrices | None = ...,
+        parts: _abc.Iterable[Global___QuotePart] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["prices", b"prices"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["breakpoints", b"breakpoints", "cache", b"cache", "cache_read_tokens", b"cache_read_tokens", "cache_rule", b"cache_rule", "cache_write_1h_tokens", b"cache_write_1h_tokens", "cache_write_tokens", b"cache_write_tokens", "estimate_reason", b"estimate_reason", "exact", b"exact", "input_tokens", b"input_tokens", "model", b"model", "output_tokens_max", b"output_tokens_max", "parts", b"parts", "prices", b"prices", "usd_max", b"usd_max", "usd_min", b"usd_min"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QuoteResponse: _TypeAlias = QuoteResponse  # noqa: Y015

@@ -114,6 +114,11 @@ class TokenizerServiceStub:
                 request_serializer=tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.SerializeToString,
                 response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.FromString,
                 _registered_method=True)
+        self.Quote = channel.unary_unary(
+                '/tokend.v1.TokenizerService/Quote',
+                request_serializer=tokend_dot_v1_dot_tokenizer__pb2.QuoteRequest.SerializeToString,
+                response_deserializer=tokend_dot_v1_dot_tokenizer__pb2.QuoteResponse.FromString,
+                _registered_method=True)
 
 
 class TokenizerServiceServicer:
@@ -238,6 +243,15 @@ class TokenizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Quote(self, request, context):
+        """What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+        CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+        bounded 0 .. max_output_tokens, each part priced by genai-prices.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TokenizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -320,6 +334,11 @@ def add_TokenizerServiceServicer_to_server(servicer, server):
                     servicer.Diff,
                     request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.FromString,
                     response_serializer=tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.SerializeToString,
+            ),
+            'Quote': grpc.unary_unary_rpc_method_handler(
+                    servicer.Quote,
+                    request_deserializer=tokend_dot_v1_dot_tokenizer__pb2.QuoteRequest.FromString,
+                    response_serializer=tokend_dot_v1_dot_tokenizer__pb2.QuoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -754,6 +773,33 @@ class TokenizerService:
             '/tokend.v1.TokenizerService/Diff',
             tokend_dot_v1_dot_tokenizer__pb2.DiffRequest.SerializeToString,
             tokend_dot_v1_dot_tokenizer__pb2.DiffResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Quote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tokend.v1.TokenizerService/Quote',
+            tokend_dot_v1_dot_tokenizer__pb2.QuoteRequest.SerializeToString,
+            tokend_dot_v1_dot_tokenizer__pb2.QuoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

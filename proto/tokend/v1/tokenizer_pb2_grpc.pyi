@@ -84,6 +84,11 @@ class TokenizerServiceStub:
     the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
     counts changed most. Bounded as Lint.
     """
+    Quote: _grpc.UnaryUnaryMultiCallable[_tokenizer_pb2.QuoteRequest, _tokenizer_pb2.QuoteResponse]
+    """What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+    CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+    bounded 0 .. max_output_tokens, each part priced by genai-prices.
+    """
 
 @_typing.type_check_only
 class TokenizerServiceAsyncStub(TokenizerServiceStub):
@@ -131,6 +136,11 @@ class TokenizerServiceAsyncStub(TokenizerServiceStub):
     removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
     the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
     counts changed most. Bounded as Lint.
+    """
+    Quote: _aio.UnaryUnaryMultiCallable[_tokenizer_pb2.QuoteRequest, _tokenizer_pb2.QuoteResponse]  # type: ignore[assignment]
+    """What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+    CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+    bounded 0 .. max_output_tokens, each part priced by genai-prices.
     """
 
 class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -272,6 +282,17 @@ class TokenizerServiceServicer(metaclass=_abc_1.ABCMeta):
         removed, ids whose bytes changed (errors), moved ids and special tokens, merges reordered,
         the token-count ratio b/a per language of the shipped parallel corpus, and the texts whose
         counts changed most. Bounded as Lint.
+        """
+
+    @_abc_1.abstractmethod
+    def Quote(
+        self,
+        request: _tokenizer_pb2.QuoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tokenizer_pb2.QuoteResponse, _abc.Awaitable[_tokenizer_pb2.QuoteResponse]]:
+        """What a call will cost (docs/counting.md, "Price quotes"): the request counted as
+        CountTokens counts it, its input split by the vendor's prompt-caching rule, the output
+        bounded 0 .. max_output_tokens, each part priced by genai-prices.
         """
 
 def add_TokenizerServiceServicer_to_server(servicer: TokenizerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

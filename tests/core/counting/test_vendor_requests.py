@@ -8,6 +8,7 @@ import base64
 import doctest
 import importlib
 import io
+import json
 from typing import Any
 
 import pytest
@@ -352,3 +353,48 @@ def test_given_sizes_are_bounded() -> None:
     body["messages"][0]["content"][0].update(width=640, height=480)  # type: ignore[index]
     part = anthropic_request(body).messages[0]["content"][0]
     assert (part["width"], part["height"]) == (640, 480)
+
+
+class TestVendorSchemas:
+    """Where tokend's reading differed from the vendors' documented schemas (issue 32)."""
+
+    def test_lone_surrogate_refused_naming_the_field(self) -> None:
+        """A "\\ud800" escape is no UTF-8 text: refused, as POST /count refuses it."""
+        body = json.loads('{"model": "claude-sonnet-4-5", "messages": [{"role": "user", '
+                          '"content": [{"type": "text", "text": "a\\ud800"}]}]}')
+        with pytest.raises(InvalidInput, match=r"^messages\[0\]\.content\[0\]\.text: not valid"):
+            anthropic_request(body)
+        with pytest.raises(InvalidInput, match=r"^contents\[0\]\.parts\[0\]\.text: not valid"):
+            gemini_request("gemini-2.5-flash", {"contents": [{"parts": [{"text": "\ud800"}]}]})
+
+    @pytest.mark.parametrize("data", ["not*base64", "a", "a===", "=aGk="])
+    def test_undecodable_base64_refused(self, data: str) -> None:
+        """Image data that does not decode is refused, not counted as a default-size image."""
+        block = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": data}}
+        with pytest.raises(InvalidInput, match=r"^messages\[0\]\.content\[0\]\.source\.data"):
+            anthropic_request({"model": "claude-sonnet-4-5",
+                               "messages": [{"role": "user", "content": [block]}]})
+
+    def test_valid_base64_variants_still_read(self) -> None:
+        """Unpadded and URL-safe base64 (Google's SDK) still decode and size the image."""
+        png = b64_image("PNG", (320, 200))
+        for data in (png.rstrip("="), png.replace("+", "-").replace("/", "_")):
+            request = gemini_request("gemini-2.5-flash", {"contents": [{"parts": [
+                {"inlineData": {"mimeType": "image/png", "data": data}}]}]})
+            (part,) = request.messages[0]["content"]
+            assert (part["width"], part["height"]) == (320, 200)
+
+    def test_gemini_empty_parts_refused(self) -> None:
+        """The API refuses a content with no parts ("contents.parts must not be empty")."""
+        with pytest.raises(InvalidInput, match=r"^contents\[1\]\.parts: must not be empty"):
+            gemini_request("gemini-2.5-flash", {"contents": [
+                {"parts": [{"text": "a"}]}, {"role": "model", "parts": []}]})
+
+    def test_responses_without_input_accepted(self) -> None:
+        """``input`` is optional in the Responses schema: none is no message, not a refusal."""
+        request = responses_request({"model": "gpt-4o"})
+        assert request.messages == [] and request.empty_ok
+        with_tools = responses_request({"model": "gpt-4o", "tools": [
+            {"type": "function", "name": "f", "parameters": {"type": "object"}}]})
+        assert with_tools.messages == [] and len(with_tools.tools) == 1
