@@ -5,6 +5,7 @@ does, and ends as 499 ("client closed request") instead of finishing for nobody.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -27,6 +28,12 @@ def texts(count: int) -> list[str]:
     return [corpus[i * step:i * step + TEXT_BYTES // 2] * 2 for i in range(count)]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def post(port: int, path: str, body: dict[str, Any]) -> socket.socket:
     """Send the whole request on a new connection; the caller reads or hangs up."""
     data = json.dumps(body).encode()
@@ -38,28 +45,38 @@ def post(port: int, path: str, body: dict[str, Any]) -> socket.socket:
 
 @pytest.fixture
 def slow_server(tokend_factory: Any, tmp_path: Path) -> tuple[Any, int, Any]:
-    """A server whose limits admit a /count of seconds: 256 texts of 56 KB on ``bf`` (a
-    byte-fallback tokenizer.json, served by the Python pipeline: ~0.2 s CPU per 16 texts)."""
+    """A server whose limits admit a /count of seconds: 512 texts of 56 KB on ``bf`` (a
+    byte-fallback tokenizer.json, served by the Python pipeline: ~0.05 s CPU per 16 texts on
+    an idle machine, so ~1.6 s for all)."""
     corpus = CORPUS.read_text(encoding="utf-8")
     tok = byte_fallback_tokenizer(corpus[:20000])
     Registry(tmp_path / "serve0" / "registry").publish_file(
         "bf", fmt="hf-json", data=tok.to_str().encode())
     port = free_port()
-    served = tokend_factory("--http-port", str(port), "--max-batch", "256",
-                            "--max-message-bytes", str(32 << 20), workers=1)
+    served = tokend_factory("--http-port", str(port), "--max-batch", "512",
+                            "--max-message-bytes", str(64 << 20), workers=1)
     return served, port, tok
 
 
 class TestClientGone:
     def test_count_stops_when_its_client_hangs_up(self, slow_server: Any) -> None:
-        """A /count of 256 texts (seconds of work on the pool); its client hangs up a second
-        after sending it: the work stops between texts, the call ends as 499 logged with the
+        """A /count of 512 texts (seconds of work on the pool); its client hangs up once the
+        call is under way: the work stops between texts, the call ends as 499 logged with the
         cancellation (it was 200, the whole batch counted for nobody), and the next call is
         answered."""
         served, port, tok = slow_server
         after = len(served.events)
-        sock = post(port, "/count", {"tokenizer": "bf", "texts": texts(256)})
-        time.sleep(1.0)  # the body is read and the call is running on the pool
+        worker = served.wait_event("worker_started")["pid"]
+        before = cpu_seconds(worker)
+        sock = post(port, "/count", {"tokenizer": "bf", "texts": texts(512)})
+        # subtle: hang up by the worker's CPU, not the clock: once it has spent 0.5 s (the
+        # body read and parsed, the counting under way), most of the ~1.6 s of work is left
+        # whatever the machine's speed or load (a fixed 1 s sleep outlasted the whole call on
+        # an idle machine, 0.8 s).
+        deadline = time.monotonic() + 60
+        while cpu_seconds(worker) - before < 0.5:
+            assert time.monotonic() < deadline, "the worker never started the call"
+            time.sleep(0.01)
         sock.close()
         status = int(row("http-hang-up").answer.split()[0])
         gone = served.wait_event("http_error", after=after, status=status, timeout=60)
