@@ -11,7 +11,7 @@ COPY server ./server
 COPY client ./client
 COPY proto ./proto
 COPY tokend_pkg ./tokend_pkg
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --prefix=/install ".[server,s3]"
 
 FROM python:3.12-slim AS tokend
 COPY --from=build /install /usr/local

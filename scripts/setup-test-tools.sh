@@ -8,6 +8,12 @@
 #                 emoji fonts its screenshot needs (fonts-wqy-microhei, fonts-noto-color-emoji:
 #                 ~15 MB) (apt-get as root, under /var/lock/tokend-apt.lock; skipped when
 #                 already installed)
+#   Debian        the toolchains of the other-language clients (tests/client/test_go_client.py,
+#                 scripts/interop.sh; docs/clients.md lists what each needs): Go with Debian's
+#                 grpc-go, protobuf-go (1.5 API) and genproto sources; protoc and the
+#                 Go, C++ and Java gRPC plugins; grpc++ headers and libraries; a JDK and
+#                 grpc-java's jars (netty, perfmark, gson, guava, netty-tcnative for TLS)
+#                 (~60 s to install on a 2-CPU machine, checked in one dpkg-query when present)
 #   .test-tools/  the Compose specification's JSON schema, as docker-compose 1.29.2 ships it on
 #                 PyPI (pip download, sha256-checked), for tests/test_deploy_files.py
 # Called by scripts/test.sh. Needs node + npm on PATH and fails loudly without them: the tests
@@ -30,6 +36,21 @@ for font in fonts-wqy-microhei fonts-noto-color-emoji; do
   dpkg-query -W -f='${Status}' "$font" 2>/dev/null | grep -q 'install ok installed' \
     || apt_packages+=("$font")
 done
+# The other-language clients' toolchains (golang-github-golang-protobuf-1-5-dev: grpc-go's
+# default pull, 1-3, builds clients that fail on the first call).
+client_packages=(golang-go golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev
+  golang-google-protobuf-dev golang-google-genproto-dev protoc-gen-go protoc-gen-go-grpc
+  protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev pkg-config g++
+  libgrpc-java protobuf-compiler-grpc-java-plugin libprotobuf-java
+  libgoogle-common-protos-java libnetty-java libperfmark-java libgoogle-gson-java
+  libgeronimo-annotation-1.3-spec-java libjsr305-java liberror-prone-java libguava-java
+  libnetty-tcnative-java libnetty-tcnative-jni)
+installed="$(dpkg-query -W -f='${Package} ${Status}\n' "${client_packages[@]}" 2>/dev/null \
+  | awk '/ install ok installed$/ {print $1}')"
+for package in "${client_packages[@]}"; do
+  grep -qx "$package" <<<"$installed" || apt_packages+=("$package")
+done
+command -v javac >/dev/null 2>&1 || apt_packages+=(default-jdk-headless)
 if [ "${#apt_packages[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "setup-test-tools: need ${apt_packages[*]} (Debian packages); run this as root on" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install tokend into it: with the dev extras by default,
-# TOKEND_EXTRAS=test for the test extras only, TOKEND_EXTRAS= (empty) for the runtime only.
+# TOKEND_EXTRAS=test for the test extras only, TOKEND_EXTRAS=server for the service (what
+# scripts/serve.sh asks), TOKEND_EXTRAS= (empty) for the client and in-process library only.
 # Used by both README commands, so a fresh machine needs nothing else.
 #
 # pip is skipped when nothing that shapes the install changed since the last one (a stamp in
@@ -8,7 +9,7 @@
 # engine's sources (compiled into the extension: an edit there must rebuild it) and the list of
 # package files, the inspector page's static files included (editable_mode=strict maps only the
 # files known at install time). A runtime-only request is also satisfied by an install with
-# extras. TOKEND_FORCE_INSTALL=1 always runs pip.
+# extras, and a server one by the test or dev extras. TOKEND_FORCE_INSTALL=1 always runs pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -38,7 +39,10 @@ source_hash() {
 want="$(source_hash)"
 if [ "${TOKEND_FORCE_INSTALL:-0}" = 0 ] && [ -f "$STAMP" ]; then
   # The stamp holds "<hash> <extras>" lines, one per extras installed at that hash.
-  if grep -qxF "$want $EXTRAS" "$STAMP" || { [ -z "$EXTRAS" ] && grep -q "^$want " "$STAMP"; }; then
+  # An install with extras also satisfies the runtime (""), and the test / dev extras
+  # include the server's.
+  if grep -qxF "$want $EXTRAS" "$STAMP" || { [ -z "$EXTRAS" ] && grep -q "^$want " "$STAMP"; } \
+    || { [ "$EXTRAS" = server ] && grep -qE "^$want (test|dev)\$" "$STAMP"; }; then
     exit 0
   fi
 fi

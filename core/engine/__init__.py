@@ -65,6 +65,14 @@ class Engine(Protocol):
         """``len(encode(text))``, without building the list."""
         ...
 
+    def encode_buffer(self, text: str) -> bytes:
+        """The ids of ``text`` as native uint32s, without a list."""
+        ...
+
+    def encode_varints(self, text: str) -> tuple[bytes, int]:
+        """The ids of ``text`` as protobuf varints back to back, and their count."""
+        ...
+
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         """The bytes of ``tokens``; an unknown id raises ``UnknownTokenId``."""
         ...

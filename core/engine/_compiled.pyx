@@ -36,6 +36,10 @@ cdef extern from "Python.h":
 
 include "_pretok.pxi"
 include "_unigram.pxi"
+include "_wordcache.pxi"
+
+cdef extern from "_fast.h":
+    void tokend_prefetch(const void* p) noexcept nogil
 
 cdef enum:
     NO_TOKEN = -1
@@ -56,6 +60,37 @@ cdef enum:
     MAX_CACHED_BLOCK = 16384
     # Misses of at least this many bytes are encoded with the GIL released.
     NOGIL_BYTES = 1024
+    # Pretokens scanned, keyed and prefetched ahead of their word-cache lookups.
+    SPAN_BATCH = 32
+    # What an encode returns (CompiledEngine._output)
+    OUT_COUNT = 0  # the number of ids
+    OUT_LIST = 1  # a list of ints
+    OUT_BUFFER = 2  # bytes: native uint32s
+    OUT_VARINTS = 3  # (bytes: protobuf varints, count)
+
+
+cdef Py_ssize_t _varints_size(const int32_t* ids, Py_ssize_t count) noexcept nogil:
+    """Bytes of ``ids`` as protobuf varints (ids are uint32: 1-5 bytes each)."""
+    cdef Py_ssize_t size = count, i
+    cdef uint32_t v
+    for i in range(count):
+        v = <uint32_t>ids[i]
+        size += (v >= 0x80) + (v >= 0x4000) + (v >= 0x200000) + (v >= 0x10000000)
+    return size
+
+
+cdef void _varints_write(unsigned char* out, const int32_t* ids, Py_ssize_t count) noexcept nogil:
+    """Write ``ids`` as protobuf varints (seven bits a byte, low first, high bit: more)."""
+    cdef Py_ssize_t i
+    cdef uint32_t v
+    for i in range(count):
+        v = <uint32_t>ids[i]
+        while v >= 0x80:
+            out[0] = <unsigned char>(v | 0x80)
+            out += 1
+            v >>= 7
+        out[0] = <unsigned char>v
+        out += 1
 
 
 # ------------------------------------------------------------------------------------ hashing
@@ -656,6 +691,7 @@ cdef class CompiledEngine:
 
     cdef Table table
     cdef _BlockCache cache
+    cdef WordCache words
     cdef readonly str name
     cdef int kind  # the compiled scanner of a named pattern, or -1: a custom pattern
     cdef object findall  # the regex pretokenizer, for patterns without the safe-point proof
@@ -665,7 +701,9 @@ cdef class CompiledEngine:
     cdef int32_t* dec_len
     cdef Py_ssize_t dec_n
 
-    def __cinit__(self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries):
+    def __cinit__(
+        self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries, bint blocks=True
+    ):
         self.name = "compiled"
         self._build_table(ranks, ids)
         self._build_decoder(decoder)
@@ -676,9 +714,12 @@ cdef class CompiledEngine:
         # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
         # Python engine's unit) would be ~60x the memory: blocks get cache_entries / 8 entries
         # and 64 bytes of text + ids per chunk-entry (16 MiB at the default 262,144).
-        self.cache = _BlockCache(cache_entries // 8, cache_entries * 64)
+        self.cache = _BlockCache(cache_entries // 8 if blocks else 0, cache_entries * 64)
+        # Words: cache_entries / 4 entries of 64 bytes (4 MiB at the default 262,144).
+        _word_cache_init(&self.words, cache_entries // 4)
 
     def __dealloc__(self):
+        _word_cache_free(&self.words)
         free(self.table.slots)
         free(self.table.data)
         free(self.table.offsets)
@@ -760,11 +801,19 @@ cdef class CompiledEngine:
 
     def encode(self, str text):
         """The ids of ``text`` (ordinary text; lone surrogates raise UnicodeEncodeError)."""
-        return self._run(text, True)
+        return self._run(text, OUT_LIST)
 
     def count(self, str text):
         """``len(encode(text))`` without building the list."""
-        return self._run(text, False)
+        return self._run(text, OUT_COUNT)
+
+    def encode_buffer(self, str text):
+        """The ids of ``text`` as native uint32s in a bytes object (for numpy.frombuffer)."""
+        return self._run(text, OUT_BUFFER)
+
+    def encode_varints(self, str text):
+        """(the ids of ``text`` as protobuf varints back to back, their count)."""
+        return self._run(text, OUT_VARINTS)
 
     def decode_bytes(self, tokens):
         """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""
@@ -796,6 +845,16 @@ cdef class CompiledEngine:
         finally:
             free(at)
 
+    def word_cache_info(self):
+        """Word cache counters (entries are pretokens; max_entries is fixed at construction)."""
+        return CacheInfo(
+            hits=self.words.hits,
+            misses=self.words.misses,
+            evictions=self.words.evictions,
+            entries=self.words.used,
+            max_entries=self.words.capacity,
+        )
+
     def cache_info(self):
         """Block cache counters (entries are blocks)."""
         return CacheInfo(
@@ -808,21 +867,33 @@ cdef class CompiledEngine:
 
     # ------------------------------------------------------------------------ internals
 
-    cdef list _to_list(self, const int32_t* ids, Py_ssize_t count):
-        cdef list out = PyList_New(count)
-        self._fill(out, 0, ids, count)
-        return out
+    cdef object _output(self, const int32_t* ids, Py_ssize_t count, int mode):
+        """``ids[0:count]`` in the form ``mode`` (OUT_*) asks for."""
+        cdef list out
+        cdef bytes data
+        if mode == OUT_COUNT:
+            return count
+        if mode == OUT_LIST:
+            out = PyList_New(count)
+            self._fill(out, 0, ids, count)
+            return out
+        if mode == OUT_BUFFER:
+            data = PyBytes_FromStringAndSize(<const char*>ids, count * sizeof(int32_t))
+            return data
+        data = PyBytes_FromStringAndSize(NULL, _varints_size(ids, count))
+        _varints_write(<unsigned char*>PyBytes_AS_STRING(data), ids, count)
+        return (data, count)
 
-    cdef object _run(self, str text, bint want_list):
+    cdef object _run(self, str text, int mode):
         cdef Py_ssize_t n
         cdef const unsigned char* s = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
         if n == 0:
-            return [] if want_list else 0
+            return self._output(NULL, 0, mode)
         if self.kind < 0:
-            return self._run_regex(text, n, want_list)
-        return self._run_blocks(text, s, n, want_list)
+            return self._run_regex(text, n, mode)
+        return self._run_blocks(text, s, n, mode)
 
-    cdef object _run_regex(self, str text, Py_ssize_t n, bint want_list):
+    cdef object _run_regex(self, str text, Py_ssize_t n, int mode):
         """Custom patterns: the regex module's pretokens, then the token table and BPE."""
         cdef int32_t* buf = <int32_t*>malloc(n * sizeof(int32_t) + 4)
         cdef Py_ssize_t used = 0, m, got
@@ -836,14 +907,17 @@ cdef class CompiledEngine:
                 if got < 0:
                     self._raise_failure(got)
                 used += got
-            return self._to_list(buf, used) if want_list else used
+            return self._output(buf, used, mode)
         finally:
             free(buf)
 
-    cdef object _run_blocks(self, str text, const unsigned char* s, Py_ssize_t n, bint want_list):
+    cdef object _run_blocks(self, str text, const unsigned char* s, Py_ssize_t n, int mode):
         cdef Py_ssize_t max_blocks = n // MIN_BLOCK + 2
         cdef Block* blocks = <Block*>malloc(max_blocks * sizeof(Block))
+        cdef bint want_list = mode != OUT_COUNT  # every form but a count needs the ids
         cdef int32_t* hits = <int32_t*>malloc(n * sizeof(int32_t) + 4) if want_list else NULL
+        cdef int32_t* joined = NULL
+        cdef object result = None
         cdef int32_t* misses = NULL
         cdef Py_ssize_t nblocks = 0, start = 0, end, hits_used = 0, miss_bytes = 0
         cdef Py_ssize_t i, got, total = 0, failed = 0
@@ -875,20 +949,30 @@ cdef class CompiledEngine:
                 start = end
             # 2. encode the misses (GIL released for enough work)
             if miss_bytes:
-                misses = <int32_t*>malloc(miss_bytes * sizeof(int32_t) + 4)
+                misses = <int32_t*>malloc(miss_bytes * sizeof(int32_t) + 16)  # WORD_IDS - 1 ids of slack
                 if misses == NULL:
                     raise MemoryError()
                 if miss_bytes >= NOGIL_BYTES:
                     with nogil:
-                        failed = self._encode_misses(s, blocks, nblocks, misses)
+                        failed = self._encode_misses(s, n, blocks, nblocks, misses)
                 else:
-                    failed = self._encode_misses(s, blocks, nblocks, misses)
+                    failed = self._encode_misses(s, n, blocks, nblocks, misses)
                 if failed:
                     self._raise_failure(failed)
             # 3. publish (GIL held): the output, then the cache
             for i in range(nblocks):
                 total += blocks[i].count
-            if want_list:
+            if mode == OUT_BUFFER or mode == OUT_VARINTS:
+                joined = <int32_t*>malloc(total * sizeof(int32_t) + 4)
+                if joined == NULL:
+                    raise MemoryError()
+                total = 0
+                for i in range(nblocks):
+                    b = &blocks[i]
+                    memcpy(joined + total, (hits if b.hit else misses) + b.offset, b.count * sizeof(int32_t))
+                    total += b.count
+                result = self._output(joined, total, mode)
+            elif mode == OUT_LIST:
                 out = PyList_New(total)
                 total = 0
                 for i in range(nblocks):
@@ -899,11 +983,14 @@ cdef class CompiledEngine:
                 b = &blocks[i]
                 if not b.hit and b.cacheable:
                     self.cache.insert(b.hash, s + b.start, b.end - b.start, misses + b.offset, b.count)
-            return out if want_list else total
+            if mode == OUT_LIST:
+                return out
+            return total if mode == OUT_COUNT else result
         finally:
             free(blocks)
             free(hits)
             free(misses)
+            free(joined)
 
     cdef void _fill(self, list out, Py_ssize_t at, const int32_t* ids, Py_ssize_t count):
         """Put the int objects of ``ids`` into ``out[at:at + count]`` (a new list's slots)."""
@@ -915,26 +1002,96 @@ cdef class CompiledEngine:
             PyList_SET_ITEM(out, at + i, <object>item)
 
     cdef Py_ssize_t _encode_misses(
-        self, const unsigned char* s, Block* blocks, Py_ssize_t nblocks, int32_t* out
+        self, const unsigned char* s, Py_ssize_t n, Block* blocks, Py_ssize_t nblocks,
+        int32_t* out,
     ) noexcept nogil:
         """Encode every missed block into ``out``; 0, or the failure code of a pretoken."""
-        cdef Py_ssize_t used = 0, i, pos, stop, got
+        cdef Py_ssize_t used = 0, i, got = 0
         cdef Block* b
+        cdef bint cached = _word_cache_take(&self.words)
         for i in range(nblocks):
             b = &blocks[i]
             if b.hit:
                 continue
             b.offset = used
-            pos = b.start
-            while pos < b.end:
-                stop = b.start + pretoken_end(self.kind, s + b.start, pos - b.start, b.end - b.start)
-                got = _encode_pretoken(&self.table, s + pos, stop - pos, out + used)
+            got = self._encode_span(s + b.start, b.end - b.start, n - b.start, out + used, cached)
+            if got < 0:
+                break
+            used += got
+            b.count = used - b.offset
+        if cached:
+            _word_cache_give(&self.words)
+        return got if got < 0 else 0
+
+    cdef Py_ssize_t _encode_span(
+        self, const unsigned char* s, Py_ssize_t n, Py_ssize_t readable, int32_t* out,
+        bint cached,
+    ) noexcept nogil:
+        """Pretokenize s[0:n] (starting at a pretoken) and write its ids to ``out``: the count,
+        or the failure code of a pretoken. ``readable`` (>= n): bytes from s that may be read
+        (the text goes on past the span). ``cached``: this thread holds the word cache.
+
+        With the cache, pretokens go SPAN_BATCH at a time: first every end, key and set is
+        found and the set prefetched; then each is looked up (its set has arrived by then) and
+        the misses are encoded and cached.
+        """
+        cdef Py_ssize_t used = 0, pos = 0, got, m, k, count
+        cdef Py_ssize_t ends[SPAN_BATCH]
+        cdef uint64_t k0s[SPAN_BATCH]
+        cdef uint64_t k1s[SPAN_BATCH]
+        cdef WordEntry* sets[SPAN_BATCH]
+        cdef WordEntry* e
+        cdef Py_ssize_t start
+        if not cached:
+            while pos < n:
+                m = pretoken_end(self.kind, s, pos, n) - pos
+                got = _encode_pretoken(&self.table, s + pos, m, out + used)
                 if got < 0:
                     return got
                 used += got
-                pos = stop
-            b.count = used - b.offset
-        return 0
+                pos += m
+            return used
+        while pos < n:
+            # subtle: the sets of a whole batch are prefetched before the first is read, so
+            # their memory arrives while the scanner runs (each lookup stalled on its set's
+            # cache line before: 28% of a hit's time, perf annotate)
+            count = 0
+            start = pos
+            while pos < n and count < SPAN_BATCH:
+                ends[count] = pos = pretoken_end(self.kind, s, pos, n)
+                count += 1
+            pos = start
+            for k in range(count):
+                m = ends[k] - pos
+                if m <= WORD_BYTES:
+                    k0s[k] = _word_key(s + pos, m, readable - pos, &k1s[k])
+                    sets[k] = _word_set(&self.words, _word_hash(k0s[k], k1s[k]))
+                    tokend_prefetch(sets[k])
+                    tokend_prefetch(sets[k] + 2)
+                pos = ends[k]
+            pos = start
+            for k in range(count):
+                m = ends[k] - pos
+                if m <= WORD_BYTES:
+                    e = _word_find(&self.words, sets[k], k0s[k], k1s[k])
+                    if e != NULL:
+                        out[used] = e.ids[0]
+                        out[used + 1] = e.ids[1]
+                        out[used + 2] = e.ids[2]
+                        used += e.nids
+                        pos = ends[k]
+                        continue
+                    got = _encode_pretoken(&self.table, s + pos, m, out + used)
+                    if got < 0:
+                        return got
+                    _word_put(&self.words, sets[k], k0s[k], k1s[k], out + used, got)
+                else:
+                    got = _encode_pretoken(&self.table, s + pos, m, out + used)
+                    if got < 0:
+                        return got
+                used += got
+                pos = ends[k]
+        return used
 
     cdef int _raise_failure(self, Py_ssize_t code) except -1:
         if code == -1:

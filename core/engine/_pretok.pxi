@@ -316,14 +316,120 @@ cdef Py_ssize_t _o200k_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n,
     return _whitespace(s, pos, n, False, True)
 
 
-cdef Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
-                             Py_ssize_t n) noexcept nogil:
+# -- the ASCII fast path ------------------------------------------------------------------------
+#
+# Most pretokens of most text are ASCII words, numbers and punctuation. For o200k and cl100k,
+# ``_ascii_end`` finds such a pretoken's end from byte classes alone, letter runs 16 bytes at a
+# time (_ascii_scan.h), and gives -1 whenever a non-ASCII byte could change the answer (the
+# character after a run, after a leading P, ...): the full scanner then decides, as before.
+
+cdef extern from "_ascii_scan.h":
+    Py_ssize_t tokend_run_range(const unsigned char* p, Py_ssize_t avail, unsigned char lo,
+                                unsigned char hi, int fold) noexcept nogil
+    Py_ssize_t tokend_run_range_scalar(const unsigned char* p, Py_ssize_t avail,
+                                       unsigned char lo, unsigned char hi, int fold) noexcept nogil
+    const int TOKEND_SIMD
+
+
+cdef inline Py_ssize_t _ascii_digits_end(const unsigned char* s, Py_ssize_t i,
+                                         Py_ssize_t n) noexcept nogil:
+    """``N{1,3}`` after the ASCII digit ending at byte i, or -1 if a non-ASCII byte follows."""
+    cdef int k
+    for k in range(2):
+        if i >= n:
+            return i
+        if <unsigned char>(s[i] - 0x30) <= 9:
+            i += 1
+        elif s[i] >= 0x80:
+            return -1
+        else:
+            return i
+    return i
+
+
+cdef inline Py_ssize_t _ascii_x_end(const unsigned char* s, Py_ssize_t pos, Py_ssize_t n,
+                                    bint slash) noexcept nogil:
+    """`` ?X+[\r\n/]*`` (o200k, ``slash``) or `` ?X++[\r\n]*+`` (cl100k) at an ASCII byte, or -1."""
+    cdef Py_ssize_t i = pos + 1 if s[pos] == 0x20 else pos
+    if i >= n or s[i] >= 0x80 or not (tok_ascii_bits[s[i]] & TOK_X):
+        return -1
+    i += 1
+    while i < n and s[i] < 0x80 and (tok_ascii_bits[s[i]] & TOK_X):
+        i += 1
+    if i < n and s[i] >= 0x80:
+        return -1
+    while i < n and (s[i] == 0x0A or s[i] == 0x0D or (slash and s[i] == 0x2F)):
+        i += 1
+    return i
+
+
+cdef inline Py_ssize_t _ascii_end(int kind, const unsigned char* s, Py_ssize_t pos,
+                                  Py_ssize_t n) noexcept nogil:
+    """The end of the o200k or cl100k pretoken at ``pos`` when ASCII bytes settle it, or -1.
+
+    o200k: ``P?`` then ``[A-Z]*[a-z]+`` or ``[A-Z]+[a-z]*`` (both are one rule on ASCII: the
+    upper-case run, then the lower-case run), then a contraction; ``N{1,3}``; `` ?X+[\r\n/]*``.
+    cl100k: ``P?+[A-Za-z]++``; ``N{1,3}+``; `` ?X++[\r\n]*+`` (an apostrophe at ``pos`` may
+    start a contraction: left to the full scanner).
+    """
+    cdef unsigned char c = s[pos], bits
+    cdef Py_ssize_t p = pos, i, r
+    if c >= 0x80 or (kind != PAT_O200K and kind != PAT_CL100K) or (kind == PAT_CL100K and c == 0x27):
+        return -1
+    bits = tok_ascii_bits[c]
+    if bits & TOK_P and pos + 1 < n:
+        if s[pos + 1] >= 0x80:
+            return -1  # perhaps a letter: P? would take c
+        if tok_ascii_bits[s[pos + 1]] & TOK_L:
+            p = pos + 1
+    if tok_ascii_bits[s[p]] & TOK_L:
+        if kind == PAT_CL100K:
+            i = p + tokend_run_range(s + p, n - p, 0x61, 0x7A, 1)
+            return -1 if i < n and s[i] >= 0x80 else i
+        i = p + tokend_run_range(s + p, n - p, 0x41, 0x5A, 0)
+        i += tokend_run_range(s + i, n - i, 0x61, 0x7A, 0)
+        if i < n:
+            if s[i] >= 0x80:
+                return -1
+            if s[i] == 0x27:
+                r = _contraction_ci(s, i, n)
+                if r >= 0:
+                    return r
+        return i
+    if bits & TOK_N:
+        return _ascii_digits_end(s, pos + 1, n)
+    return _ascii_x_end(s, pos, n, kind == PAT_O200K)
+
+
+def ascii_run(bytes data, int lo, int hi, bint fold, bint simd):
+    """``tokend_run_range`` over ``data`` (``simd``) or its scalar twin, for the tests that
+    check the two agree. ``SIMD_BUILT`` says whether the SIMD one was compiled in."""
+    cdef const unsigned char* p = data
+    if simd:
+        return tokend_run_range(p, len(data), <unsigned char>lo, <unsigned char>hi, fold)
+    return tokend_run_range_scalar(p, len(data), <unsigned char>lo, <unsigned char>hi, fold)
+
+
+SIMD_BUILT = bool(TOKEND_SIMD)
+
+
+cdef inline Py_ssize_t pretoken_end(int kind, const unsigned char* s, Py_ssize_t pos,
+                                    Py_ssize_t n) noexcept nogil:
     """End (byte offset, exclusive) of the pretoken the pattern ``kind`` (PAT_*) finds at byte
     ``pos`` < ``n`` of the valid UTF-8 text ``s[0:n]``, scanning it whole from the start.
 
     Every character belongs to some pretoken, so ``pos = pretoken_end(kind, s, pos, n)`` from
     0 walks the pretokens; the result is always > pos. An unknown ``kind`` gives ``n``.
     """
+    cdef Py_ssize_t e = _ascii_end(kind, s, pos, n)
+    if e >= 0:
+        return e
+    return _pretoken_end_full(kind, s, pos, n)
+
+
+cdef Py_ssize_t _pretoken_end_full(int kind, const unsigned char* s, Py_ssize_t pos,
+                                   Py_ssize_t n) noexcept nogil:
+    """``pretoken_end`` by the full scanners alone (any text)."""
     if kind == PAT_O200K:
         return _o200k_end(s, pos, n, False)
     if kind == PAT_TEKKEN:

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
-from typing import Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 from tokend.core.engine import Engine, EngineName, make_engine
 from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
@@ -27,8 +27,13 @@ from tokend.core.engine.special_tokens import (
     usable_specials,
 )
 from tokend.core.engine.vocab_merges import tables_from_vocab_merges
+from tokend.core.engine.wire import uint32_buffer, varints
 from tokend.core.errors import InvalidInput, UnknownTokenId
 from tokend.core.patterns import GPT2_PATTERN
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # encode_iterable encodes its buffer once it holds this many characters (and a safe point).
 ITERABLE_FLUSH_CHARS = 1 << 16
@@ -283,6 +288,51 @@ class Encoding:
         if usable is None:
             return fixing_surrogates(self._engine.count, text)
         return sum(map(len, self._runs_split_at(text, usable)))
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> npt.NDArray[np.uint32]:
+        """``encode`` as a numpy uint32 array (read-only, like tiktoken's), made from the
+        engine's buffer without a list of ints. Needs numpy (``pip install numpy``)."""
+        try:
+            import numpy as np  # noqa: PLC0415 (optional: only this method needs it)
+        except ImportError:
+            raise ImportError(
+                "Encoding.encode_to_numpy needs numpy, which is not installed; "
+                "install it (pip install numpy) or use Encoding.encode for a list"
+            ) from None
+        usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        if usable is None:
+            buffer = fixing_surrogates(self._engine.encode_buffer, text)
+        else:
+            buffer = uint32_buffer(flatten(self._runs_split_at(text, usable)))
+        return np.frombuffer(buffer, dtype=np.uint32)
+
+    def encode_varints(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> tuple[bytes, int]:
+        """The ids of ``encode`` as protobuf varints back to back (the payload of a packed
+        ``repeated uint32`` field) and their count, written from the engine's buffer: a
+        server sends ids without a list of ints or a protobuf conversion.
+
+        >>> from tokend.core.engine.builtins import get_encoding
+        >>> get_encoding("gpt2").encode_varints("hello world")
+        (b'\x9f\xf5\x01\xe3\x07', 2)
+        """
+        usable = self._allowed_in_text(text, allowed_special, disallowed_special)
+        if usable is None:
+            result: tuple[bytes, int] = fixing_surrogates(self._engine.encode_varints, text)
+            return result
+        ids = flatten(self._runs_split_at(text, usable))
+        return varints(ids), len(ids)
 
     def encode_batch(
         self,

@@ -26,6 +26,7 @@ from tokend.core.engine.pretokenize import (
     mark_unsafe_spaces,
     split_at_safe_points,
 )
+from tokend.core.engine.wire import uint32_buffer, varints
 from tokend.core.errors import UnknownTokenId
 
 Ids: TypeAlias = tuple[int, ...]
@@ -108,6 +109,15 @@ class PythonEngine:
     def count(self, text: str) -> int:
         """``len(encode(text))`` without building the list."""
         return self._ordinary_count(text)
+
+    def encode_buffer(self, text: str) -> bytes:
+        """The ids of ``text`` as native uint32s (the compiled engine's form)."""
+        return uint32_buffer(self._ordinary_ids(text))
+
+    def encode_varints(self, text: str) -> tuple[bytes, int]:
+        """The ids of ``text`` as protobuf varints back to back, and their count."""
+        ids = self._ordinary_ids(text)
+        return varints(ids), len(ids)
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""

@@ -374,8 +374,11 @@ def _valid_name(name: str) -> bool:
 
 def _make_client() -> Any:
     """A boto3 S3 client configured from the standard AWS environment and config files."""
-    import boto3  # noqa: PLC0415 (only S3 registries pay for the import)
-    from botocore.config import Config  # noqa: PLC0415
+    try:
+        import boto3  # noqa: PLC0415 (only S3 registries pay for the import)
+        from botocore.config import Config  # noqa: PLC0415
+    except ImportError:
+        raise FailedPrecondition("s3:// registries need boto3: pip install 'tokend[s3]'") from None
 
     config = Config(
         connect_timeout=5, read_timeout=60, retries={"mode": "standard", "max_attempts": 4},

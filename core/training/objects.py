@@ -91,7 +91,7 @@ def _client() -> Any:
         import boto3  # noqa: PLC0415 (optional: only for s3:// corpora)
     except ImportError:
         raise FailedPrecondition(
-            "s3:// corpora need boto3: pip install boto3"
+            "s3:// corpora need boto3: pip install 'tokend[s3]'"
         ) from None
     return boto3.client("s3")
 

@@ -22,7 +22,7 @@ from tokend.core.errors import (
     UnknownTokenizer,
 )
 from tokend.core.formats import parse_tiktoken_bpe
-from tokend.core.names import check_alias, check_name, parse_ref
+from tokend.core.names import ParsedRef, check_alias, check_name, parse_ref
 from tokend.core.patterns import GPT2_PATTERN, O200K_PATTERN
 from tokend.core.registry import Registry
 
@@ -107,11 +107,10 @@ class TestNames:
             check_alias(alias)
 
     def test_parse_every_reference_form(self) -> None:
-        assert parse_ref("tok") == parse_ref("tok")
-        assert parse_ref("tok").version is None and parse_ref("tok").alias is None
-        assert parse_ref("tok@7").version == 7
-        assert parse_ref("tok@stable").alias == "stable"
-        assert parse_ref("tok@latest").alias == "latest"
+        assert parse_ref("tok") == ParsedRef("tok", version=None, alias=None)
+        assert parse_ref("tok@7") == ParsedRef("tok", version=7, alias=None)
+        assert parse_ref("tok@stable") == ParsedRef("tok", version=None, alias="stable")
+        assert parse_ref("tok@latest") == ParsedRef("tok", version=None, alias="latest")
 
     @pytest.mark.parametrize(
         "ref", ["tok@0", "tok@07", "tok@-1", "tok@", "@1", "tok@1@2", "tok@Ab"]

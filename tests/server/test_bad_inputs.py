@@ -130,7 +130,7 @@ def test_each_rows_status_is_its_error_class_in_the_status_table() -> None:
         assert grpc_status(case) == case.code, case.id
 
 
-def test_readme_table_is_generated_from_the_catalogue() -> None:
+def test_service_doc_table_is_generated_from_the_catalogue() -> None:
     """docs/service.md holds exactly what scripts/gen_status_table.py renders (re-run it if not)."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_status_table.py"), "--check"],

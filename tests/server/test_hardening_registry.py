@@ -194,6 +194,21 @@ def supervisor_threads(pid: int) -> int:
                     if line.startswith("Threads:")))
 
 
+def closed_by_server(sock: socket.socket, deadline: float) -> bool:
+    """True once the server ends the connection (EOF or reset, after any answer it sent);
+    False if it is still open at ``deadline``."""
+    while (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            if not sock.recv(65536):
+                return True
+        except TimeoutError:
+            return False
+        except ConnectionError:
+            return True
+    return False
+
+
 class TestMetricsEndpoint:
     def test_stalled_scrapes_are_bounded(self, tokend_factory) -> None:
         """300 scrapes that send half a request: the supervisor stays under 100 threads (was
@@ -221,6 +236,10 @@ class TestMetricsEndpoint:
                 except OSError:
                     time.sleep(0.5)
             assert b"tokend_build_info" in body
+            closing = time.monotonic() + 60
+            open_still = [i for i, sock in enumerate(stalled)
+                          if not closed_by_server(sock, closing)]
+            assert not open_still, f"{len(open_still)} of 300 stalled scrapes still open"
         finally:
             for sock in stalled:
                 sock.close()

@@ -7,10 +7,10 @@ connection; an SDK reusing its connection would then top out near 25 requests a 
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import socket
-import statistics
 import time
 from urllib.parse import urlsplit
 
@@ -19,16 +19,21 @@ from http_api import HttpServed
 from tokend.server.web.serve import listen_socket
 
 REQUESTS = 20
-# The stall is ~40 ms per request; an answer here takes ~1 ms (generous for a loaded machine).
-MEDIAN_MS = 15.0
+# The stall is a floor under every request after the first: 41-55 ms each (uvicorn on a
+# listening socket without IPPROTO_TCP, 20 requests, a scratch run), against 0.2-0.3 ms for the
+# fastest request now (0.31 ms at load average 21). A loaded machine lengthens the slow
+# requests, not the fastest one, so the fastest is what is bounded: half the stall's floor, 60x
+# the measured value.
+FASTEST_MS = 20.0
 
 
 class TestKeepAlive:
     def test_sequential_requests_on_one_connection_do_not_stall(
         self, http_server: HttpServed
     ) -> None:
-        """20 POST /count on one keep-alive connection: the median answer is far below the
-        ~40 ms of a Nagle / delayed-ACK stall, and the connection is the same throughout."""
+        """20 POST /count on one keep-alive connection: the fastest answer is far below the
+        ~40 ms that a Nagle / delayed-ACK stall adds to each, and the connection is the same
+        throughout."""
         address = urlsplit(http_server.base)
         connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=30)
         body = json.dumps({"tokenizer": "o200k_base", "texts": ["hello keep-alive"]}).encode()
@@ -50,7 +55,31 @@ class TestKeepAlive:
                 times.append(elapsed)
         finally:
             connection.close()
-        assert statistics.median(times) < MEDIAN_MS, [round(t, 1) for t in times]
+        assert min(times) < FASTEST_MS, [round(t, 1) for t in times]
+
+    def test_accepted_connections_have_tcp_nodelay(self) -> None:
+        """A connection accepted the way uvicorn accepts it (asyncio's create_server on
+        listen_socket's socket) has TCP_NODELAY set: no write waits for the peer's ACK."""
+
+        async def nodelay_of_an_accepted_connection() -> int:
+            loop = asyncio.get_running_loop()
+            accepted: asyncio.Future[int] = loop.create_future()
+
+            class Probe(asyncio.Protocol):
+                def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                    sock = transport.get_extra_info("socket")
+                    accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+            sock = listen_socket("127.0.0.1", 0, reuse_port=False)
+            server = await loop.create_server(Probe, sock=sock)
+            async with server:
+                _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+                try:
+                    return await asyncio.wait_for(accepted, 30)
+                finally:
+                    writer.close()
+
+        assert asyncio.run(nodelay_of_an_accepted_connection()) != 0
 
     def test_accepted_sockets_are_tcp(self) -> None:
         """The listening socket names its protocol, so asyncio sets TCP_NODELAY on each

@@ -58,8 +58,11 @@ class ServedProcess:
             return self.process.wait()
 
 
-def start_tokend(base: Path, *args: str, workers: int = 2) -> ServedProcess:
-    """Start ``tokend serve`` on a free loopback port with its registry under ``base``."""
+def start_tokend(
+    base: Path, *args: str, workers: int = 2, python: str = sys.executable
+) -> ServedProcess:
+    """Start ``tokend serve`` on a free loopback port with its registry under ``base``
+    (``python``: the interpreter of the install to serve, the test's own by default)."""
     registry = base / "registry"
     train_dir = base / "train"
     train_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +73,7 @@ def start_tokend(base: Path, *args: str, workers: int = 2) -> ServedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("TOKEND_") and k != "PROMETHEUS_MULTIPROC_DIR"}
     command = [
-        sys.executable, "-m", "tokend.cli", "serve", "--port", "0",
+        python, "-m", "tokend.cli", "serve", "--port", "0",
         "--workers", str(workers), "--registry", str(registry),
         "--metrics-port", str(metrics_port), "--admin-token", admin_token,
         "--train-dir", str(train_dir), "--reload-seconds", "0.2", "--grace-seconds", "10",

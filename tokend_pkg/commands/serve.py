@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -11,6 +12,13 @@ import tempfile
 from tokend.server.config import add_arguments, config_from
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# What `pip install tokend` leaves out and the server needs (the `server` extra).
+SERVER_MODULES = ("starlette", "uvicorn", "grpc_health", "grpc_reflection")
+
+
+def missing_server_modules() -> list[str]:
+    """The server extra's modules this Python cannot import (a client-only install)."""
+    return [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +37,14 @@ def run(args: argparse.Namespace) -> int:
         config = config_from(args, os.environ)
     except ValueError as exc:
         print(f"tokend serve: {exc}", file=sys.stderr)
+        return 2
+    missing = missing_server_modules()
+    if missing:
+        print(
+            f"tokend serve: the server is not installed (missing {', '.join(missing)}): "
+            "pip install 'tokend[server]'",
+            file=sys.stderr,
+        )
         return 2
     # subtle: prometheus_client picks its multiprocess mode when it is first imported, so
     # the directory is set before importing the server (workers inherit it when spawned).

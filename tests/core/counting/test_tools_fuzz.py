@@ -7,13 +7,15 @@ on the server): ``properties`` a list, ``parameters`` or ``enum`` a number, ``it
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from chat_tokenizers import chat_encoding, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokend.core.counting import count_chat
+from tokend.core.counting import ModelCatalogue, count_chat
 from tokend.core.counting.tools import MAX_SCHEMA_DEPTH, check_tools, parse_tools
 from tokend.core.errors import InvalidInput
 
@@ -54,10 +56,30 @@ tools = st.lists(
 )
 
 
+TEMPLATE_CATALOGUE: list[ModelCatalogue] = []  # the module's catalogue of one template model
+
+
+@pytest.fixture(scope="module", autouse=True)
+def template_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A catalogue whose model ``tmpl`` renders tools with Llama 3.1's Jinja template."""
+    root = tmp_path_factory.mktemp("tmpl")
+    entry = {"tokenizer": "gpt2-chat", "context_window": 4096, "chat_rule": "template",
+             "chat_template": template("llama3_1"),
+             "special_tokens_map": {"bos_token": "<|begin_of_text|>"}}
+    (root / "models.json").write_text(json.dumps(
+        {"format": "tokend-models", "version": 1, "models": {"tmpl": entry}}))
+    TEMPLATE_CATALOGUE.append(ModelCatalogue.for_registry(root))
+    yield
+    TEMPLATE_CATALOGUE.clear()
+
+
 def count_everywhere(defs: list[dict[str, Any]]) -> None:
-    """Count under every rule that renders tools: OpenAI's namespace, harmony's, a template."""
+    """Count under every rule that renders tools: OpenAI's namespace, harmony's, a Jinja
+    template (Llama 3.1's)."""
     count_chat(MESSAGES, model="gpt-4o", tools=defs)
     count_chat(MESSAGES, model="gpt-oss-20b", tools=defs)
+    count_chat(MESSAGES, model="tmpl", tools=defs, catalogue=TEMPLATE_CATALOGUE[0],
+               encoding=chat_encoding())
 
 
 class TestToolSchemas:
@@ -105,6 +127,15 @@ class TestToolSchemas:
         defs = [{"name": "f", "parameters": schema}]
         check_tools(defs)
         assert count_chat(MESSAGES, model="gpt-4o", tools=defs).tools > 0
+
+    def test_every_rule_counts_a_valid_tool(self) -> None:
+        """The three renderers above do render tools (so the fuzz reaches their code)."""
+        defs = [{"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}}}]
+        assert count_chat(MESSAGES, model="gpt-4o", tools=defs).tools > 0
+        assert count_chat(MESSAGES, model="gpt-oss-20b", tools=defs).tools > 0
+        assert count_chat(MESSAGES, model="tmpl", tools=defs, catalogue=TEMPLATE_CATALOGUE[0],
+                          encoding=chat_encoding()).tools > 0
 
     def test_parse_tools_names_its_field(self) -> None:
         with pytest.raises(InvalidInput, match=r"^tools_json must be a JSON array"):

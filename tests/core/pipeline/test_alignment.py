@@ -33,6 +33,7 @@ class TestUnicodeChanges:
 
 
 class TestByteOffsets:
+    @settings(deadline=None)  # no time limit per example: a loaded machine is not a failure
     @given(text=random_text)
     def test_char_offsets_become_utf8_byte_offsets(self, text: str) -> None:
         """Each character span becomes the span of its UTF-8 bytes."""
