@@ -1,4 +1,4 @@
-"""Servicer cost without gRPC: tokend's servicer vs the tiktoken baseline's, called in-process.
+"""Servicer cost without gRPC: tokend's servicer vs a baseline's, called in-process.
 
 Separates "how fast is the work" from "how fast is the service around it": each servicer method
 is called directly with a request object and a stand-in context (tokend's through its
@@ -7,6 +7,7 @@ on 1 KB and 16 KB texts; passes of the two servicers are interleaved, medians re
 Companion to bench_service.py (which measures the whole service over gRPC).
 
     .venv/bin/python bench/bench_servicer.py
+    .venv/bin/python bench/bench_servicer.py --library tokend   # tokend's call path alone
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tokend.client.requests import special_policy
 from tokend.server.app.service import App
 from tokend.server.config import ServerConfig
 from tokend.server.interceptors import ServerState, TokendInterceptor
+from tokend.server.packed import response_serializer
 from tokend.server.servicer import TokenizerService
 from tokend.server.serving import make_server
 from tokend.v1 import tokenizer_pb2 as pb
@@ -56,12 +58,13 @@ class StandInContext:
 
 
 def time_pass(method: Callable[[Any, Any], Any], requests: list[Any]) -> float:
-    """Mean µs per call over one pass of ``requests`` (response serialized too)."""
+    """Mean CPU µs per call over one pass of ``requests`` (response serialized too): CPU time,
+    so other jobs on a shared machine change it little."""
     context = StandInContext()
-    start = time.perf_counter()
+    start = time.process_time()
     for request in requests:
-        method(request, context).SerializeToString()
-    return (time.perf_counter() - start) / len(requests) * 1e6
+        response_serializer(method(request, context))  # Encode's may be bytes already
+    return (time.process_time() - start) / len(requests) * 1e6
 
 
 def compare(
@@ -84,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=256, help="distinct texts per size")
     parser.add_argument("--repeat", type=int, default=9, help="measured passes per servicer")
+    parser.add_argument("--library", default="tiktoken",
+                        choices=("tiktoken", "gigatoken", "tokend"),
+                        help="the baseline servicer's engine (baseline_server.py --library)")
     args = parser.parse_args(argv)
     policy = special_policy(frozenset(), "all")
     with tempfile.TemporaryDirectory(prefix="tokend-bench-") as tmp:
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         built = make_server(config)  # bound, never started: only its tokenizer table and jobs
         servicers = {
             "tokend": TokenizerService(App(config, built.tokenizers, built.jobs)),
-            "baseline": BaselineService([TOKENIZER]),
+            "baseline": BaselineService([TOKENIZER], args.library),
         }
         # tokend's calls go through its interceptor, as in the server (request id, metrics).
         interceptor = TokendInterceptor(ServerState(), admin_token=None)

@@ -13,10 +13,11 @@ and after ``--warmup`` seconds samples the worker for ``--seconds`` with
 
 Each sample's stack is put in one bucket, by its innermost frame from a known place: tokend's
 ``core/`` (the engine and what it calls), ``server/executor.py`` (handing a call to a handler
-thread), ``server/interceptors.py`` / ``server/metrics.py`` / prometheus_client (the
-interceptor and metrics), the rest of ``server/`` (the servicer: catalogue, policy, limits,
-response), tiktoken, grpc's Python (its server machinery: the polling thread ``_serve``, the
-request and status batches); "other" is what none of these holds (threading, protobuf alone).
+thread), ``server/interceptors.py`` / ``server/metrics.py`` / ``server/cells.py`` /
+prometheus_client (the interceptor and metrics), the rest of ``server/`` (the servicer:
+catalogue, policy, limits, response), tiktoken, grpc's Python (its server machinery: the
+polling thread ``_serve``, the request and status batches); "other" is what none of these
+holds (threading, protobuf alone).
 Compiled code shows as the Python frame that called it.
 """
 
@@ -50,7 +51,7 @@ BUCKETS = [
     ("tiktoken", ("tiktoken/",)),
     ("handing to a handler thread (server/executor.py)", ("tokend/server/executor.py",)),
     ("interceptor and metrics", ("tokend/server/interceptors.py", "tokend/server/metrics.py",
-                                 "prometheus_client/")),
+                                 "tokend/server/cells.py", "prometheus_client/")),
     ("servicer (catalogue, policy, limits, response)", ("tokend/server/",)),
     ("grpcio's server machinery (grpc/)", ("grpc/",)),
 ]
