@@ -29,12 +29,14 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 
 from tokend.core.engine.cache import CacheInfo
 from tokend.core.errors import UnknownTokenId
+from tokend.core.engine.pattern_compiler import findall_scanner
 from tokend.core.engine.pretokenize import SCANNER_KINDS, compile_pattern
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
 
 include "_pretok.pxi"
+include "_general.pxi"
 include "_unigram.pxi"
 
 cdef enum:
@@ -657,22 +659,43 @@ cdef class CompiledEngine:
     cdef Table table
     cdef _BlockCache cache
     cdef readonly str name
-    cdef int kind  # the compiled scanner of a named pattern, or -1: a custom pattern
-    cdef object findall  # the regex pretokenizer, for patterns without the safe-point proof
+    cdef int kind  # the compiled scanner of a named pattern, PAT_GENERAL, or -1: regex
+    cdef object findall  # the regex pretokenizer, for patterns the compiler cannot take
+    cdef GeneralScanner general  # a compiled pattern (kind PAT_GENERAL), else None
+    cdef const GSet* gset
+    cdef bint cut  # whether blocks are cut at safe points (and cached)
+    cdef readonly str path  # which pretokenizer runs, for `tokend registry show`
     cdef list ints  # id -> the int object put into output lists (shared, not made per id)
     cdef unsigned char* dec_data
     cdef int64_t* dec_off  # id -> start in dec_data; dec_len[id] < 0 for no such id
     cdef int32_t* dec_len
     cdef Py_ssize_t dec_n
 
-    def __cinit__(self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries):
+    def __cinit__(self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries,
+                  stages=None):
+        """``stages``: a ``pattern_compiler.CompiledPatterns`` to pretokenize with instead of
+        ``pat_str`` (HF Split stages)."""
         self.name = "compiled"
         self._build_table(ranks, ids)
         self._build_decoder(decoder)
         self.ints = list(range(self.dec_n))
-        # The named patterns have both the safe-point proof and a scanner; custom ones neither.
-        self.kind = SCANNER_KINDS.get(pat_str, -1)
+        # The named patterns have both the safe-point proof and a hand-written scanner; other
+        # patterns go through the compiler, and the regex module if it refuses them.
+        self.kind = SCANNER_KINDS.get(pat_str, -1) if stages is None else -1
         self.findall = compile_pattern(pat_str)
+        self.cut = True
+        self.path = "compiled scanner"
+        if self.kind < 0:
+            if stages is None:
+                stages, reason = findall_scanner(pat_str)
+                self.path = f"regex fallback: {reason}"
+            if stages is not None:
+                self.general = GeneralScanner(*stages.as_tuple(), stages.chunkable)
+                self.gset = self.general.ptr()
+                self.kind = PAT_GENERAL
+                self.cut = stages.chunkable
+                self.path = "compiled general pattern" + (
+                    "" if self.cut else f" (whole segments: {stages.chunk_reason})")
         # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
         # Python engine's unit) would be ~60x the memory: blocks get cache_entries / 8 entries
         # and 64 bytes of text + ids per chunk-entry (16 MiB at the default 262,144).
@@ -854,13 +877,14 @@ cdef class CompiledEngine:
                 raise MemoryError()
             # 1. cut and look up (GIL held)
             while start < n:
-                end = _block_end(s, start, n)
+                end = _block_end(s, start, n) if self.cut else n
                 b = &blocks[nblocks]
                 nblocks += 1
                 b.start = start
                 b.end = end
                 b.hit = False
-                b.cacheable = end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0
+                b.cacheable = (
+                    self.cut and end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0)
                 if b.cacheable:
                     b.hash = _hash(s + start, end - start) | 1
                     b.hit = self.cache.lookup(
@@ -920,6 +944,7 @@ cdef class CompiledEngine:
         """Encode every missed block into ``out``; 0, or the failure code of a pretoken."""
         cdef Py_ssize_t used = 0, i, pos, stop, got
         cdef Block* b
+        cdef GState st  # the general scanner's stage pieces (reset at each block's start)
         for i in range(nblocks):
             b = &blocks[i]
             if b.hit:
@@ -927,7 +952,10 @@ cdef class CompiledEngine:
             b.offset = used
             pos = b.start
             while pos < b.end:
-                stop = b.start + pretoken_end(self.kind, s + b.start, pos - b.start, b.end - b.start)
+                if self.kind == PAT_GENERAL:
+                    stop = b.start + gs_next(self.gset, &st, s + b.start, pos - b.start, b.end - b.start)
+                else:
+                    stop = b.start + pretoken_end(self.kind, s + b.start, pos - b.start, b.end - b.start)
                 got = _encode_pretoken(&self.table, s + pos, stop - pos, out + used)
                 if got < 0:
                     return got
