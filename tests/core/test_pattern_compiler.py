@@ -9,6 +9,7 @@ Unicode case folds, every kind of whitespace, digits of several scripts, marks, 
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import zipfile
@@ -193,46 +194,53 @@ class TestFallback:
         assert "whole segments" in ours.engine_path
 
 
-@pytest.fixture(scope="module")
-def llama3_style_json() -> bytes:
-    """A Llama 3 style tokenizer.json (Split(Regex) + ByteLevel + BPE) over cl100k's first
-    3,000 ranks (a rank table closed under BPE, so a real merge list) with two specials."""
+HF_STYLES = ["llama3", "qwen2-nfc", "gpt-neox"]
+
+
+@functools.cache
+def hf_style_json(style: str) -> bytes:
+    """A tokenizer.json in a family's style over cl100k's first 3,000 ranks (a rank table
+    closed under BPE, so a real merge list) with two specials: Llama 3's Split(Regex) +
+    ByteLevel, Qwen 2's with its NFC normalizer, GPT-NeoX's ByteLevel(use_regex) alone."""
     from tokend.core.engine.builtins import get_encoding
-    from tokend.core.formats.hf_bpe import format_hf_tokenizer_json
-    from tokend.core.formats.oniguruma import to_oniguruma
+    from tokend.core.formats.hf_bpe import hf_tokenizer_dict
 
     ranks = {t: r for t, r in get_encoding("cl100k_base")._ranks.items() if r < 3000}
-    data = format_hf_tokenizer_json(ranks=ranks, pat_str=LLAMA3_PATTERN,
-                                    special_tokens={"<|begin_of_text|>": 3000, "<|eot|>": 3001})
-    assert to_oniguruma(LLAMA3_PATTERN).encode() in data.replace(b"\\\\", b"\\")
-    return data
+    pattern = QWEN_PATTERN if style == "qwen2-nfc" else LLAMA3_PATTERN
+    raw = hf_tokenizer_dict(ranks=ranks, pat_str=pattern,
+                            special_tokens={"<|begin_of_text|>": 3000, "<|eot|>": 3001})
+    if style == "qwen2-nfc":
+        raw["normalizer"] = {"type": "NFC"}
+    if style == "gpt-neox":
+        raw["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
+                                "trim_offsets": True, "use_regex": True}
+    return json.dumps(raw, ensure_ascii=False).encode()
+
+
+@functools.cache
+def _loaded(style: str, engine: str) -> Any:
+    """The file loaded while ``engine`` is the default, and HF's tokenizer of it."""
+    from tokenizers import Tokenizer
+
+    from tokend.core.formats.tokenizer_json import load_tokenizer_json
+
+    data = hf_style_json(style)
+    return load_tokenizer_json(data, name=f"{style}-{engine}"), Tokenizer.from_str(data.decode())
 
 
 class TestHFFiles:
-    @settings(max_examples=150, deadline=None)
+    @pytest.mark.parametrize("style", HF_STYLES)
+    @settings(max_examples=60, deadline=None)
     @given(text=TEXT)
-    def test_a_llama3_style_tokenizer_json_runs_compiled_with_hf_ids(
-        self, each_engine: str, llama3_style_json: bytes, text: str
+    def test_byte_level_tokenizer_json_runs_compiled_with_hf_ids(
+        self, each_engine: str, style: str, text: str
     ) -> None:
-        """Its Split pattern compiles (a general-pattern stage); ids equal HF tokenizers'."""
-        from tokenizers import Tokenizer
-
-        ours = _loaded(llama3_style_json, each_engine)
-        hf = Tokenizer.from_str(llama3_style_json.decode())
+        """Split(Regex) or ByteLevel's own regex compile to stages; ids equal HF's (NFC too)."""
+        ours, hf = _loaded(style, each_engine)
         if each_engine == "compiled":
             assert ours.engine_path == "compiled general pattern, 1 Split stage(s)"
-        for sample in (text, f"<|eot|>{text}<|begin_of_text|>", *ADVERSARIAL[:6]):
+        else:
+            assert ours.engine_path.startswith("pure-Python pipeline")
+        for sample in (text, f"<|eot|>{text}<|begin_of_text|>", "e\u0301\u0323 Å", *ADVERSARIAL):
             want = hf.encode(sample, add_special_tokens=False).ids
             assert ours.encode(sample, allowed_special="all") == want, sample
-
-
-_LOADED: dict[tuple[bytes, str], object] = {}
-
-
-def _loaded(data: bytes, engine: str) -> Any:
-    from tokend.core.formats.tokenizer_json import load_tokenizer_json
-
-    key = (data, engine)
-    if key not in _LOADED:
-        _LOADED[key] = load_tokenizer_json(data, name=f"llama3-style-{engine}")
-    return _LOADED[key]
