@@ -26,7 +26,11 @@ from tokend.core.engine import _compiled, default_engine
 from tokend.core.engine.pattern_compiler import Unsupported, compile_patterns
 from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.formats import unicode_to_bytes
-from tokend.core.formats.hf_bpe import HF_BYTELEVEL_PATTERN, ranks_from_vocab_merges
+from tokend.core.formats.hf_bpe import (
+    HF_BYTELEVEL_PATTERN,
+    merges_from_ranks,
+    ranks_from_vocab_merges,
+)
 from tokend.core.formats.oniguruma import from_oniguruma
 
 
@@ -68,8 +72,10 @@ def split_stages(pre: object) -> list[str]:
     return patterns
 
 
-def _tables(raw: dict[str, Any]) -> tuple[dict[bytes, int], dict[int, bytes]]:
-    """The rank table (ranks = ids) and id -> bytes of a byte-level BPE model."""
+def _tables(
+    raw: dict[str, Any],
+) -> tuple[dict[bytes, int], dict[bytes, int], dict[int, bytes]]:
+    """The rank table, token -> id and id -> bytes of a byte-level BPE model."""
     model = raw["model"]
     if model.get("type", "BPE") != "BPE":
         raise NotReducible(f"model {model.get('type')!r}, not BPE")
@@ -96,16 +102,42 @@ def _tables(raw: dict[str, Any]) -> tuple[dict[bytes, int], dict[int, bytes]]:
     except (KeyError, ValueError, TypeError):
         raise NotReducible("a merge outside GPT-2's byte alphabet") from None
     try:
-        ranks, leftovers = ranks_from_vocab_merges(vocab, merges, source="model")
-    except (CorruptData, InvalidInput) as exc:
+        ids, leftovers = ranks_from_vocab_merges(vocab, merges, source="model")
+        ranks = ids
+    except InvalidInput:
+        # ids do not follow the merge order: rank by merge index instead (checked the same way)
+        ranks, ids, leftovers = _merge_order_tables(vocab, merges)
+    except CorruptData as exc:
         raise NotReducible(str(exc)) from None
     if len(ranks) < 256 or any(bytes([b]) not in ranks for b in range(256)):
         raise NotReducible("the vocabulary lacks a token for some byte")
     if leftovers and model.get("ignore_merges"):
         raise NotReducible("ignore_merges with vocabulary entries no merge makes")
-    decoder = {token_id: token for token, token_id in ranks.items()}
+    decoder = {token_id: token for token, token_id in ids.items()}
     decoder.update(leftovers)
-    return ranks, decoder
+    return ranks, ids, decoder
+
+
+def _merge_order_tables(
+    vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]
+) -> tuple[dict[bytes, int], dict[bytes, int], dict[int, bytes]]:
+    """Ranks by merge index (single bytes below them), ids from the vocabulary; refused unless
+    replaying BPE on those ranks gives back exactly ``merges`` (the check of the module doc)."""
+    by_bytes = {token: token_id for token_id, token in vocab.items()}
+    ranks = {token: 0 for token in by_bytes if len(token) == 1}
+    for k, (left, right) in enumerate(merges):
+        if left + right in ranks:
+            raise NotReducible(f"merge #{k + 1} makes {left + right!r} a second time")
+        ranks[left + right] = 256 + k
+    for k, token in enumerate(sorted(t for t in ranks if len(t) == 1)):
+        ranks[token] = k
+    if any(token not in by_bytes for token in ranks):
+        raise NotReducible("a merge makes a token the vocabulary lacks")
+    if merges_from_ranks(ranks) != merges:
+        raise NotReducible("the merges are not a rank table (BPE by rank replays others)")
+    ids = {token: by_bytes[token] for token in ranks}
+    leftovers = {i: t for i, t in vocab.items() if t not in ranks}
+    return ranks, ids, leftovers
 
 
 def compiled_segment_engine(raw: dict[str, Any], *, cache_entries: int) -> tuple[Any, str]:
@@ -115,11 +147,11 @@ def compiled_segment_engine(raw: dict[str, Any], *, cache_entries: int) -> tuple
     try:
         patterns = split_stages(raw.get("pre_tokenizer"))
         stages = compile_patterns(patterns, split_mode=True)
-        ranks, decoder = _tables(raw)
+        ranks, ids, decoder = _tables(raw)
     except (NotReducible, Unsupported) as exc:
         return None, str(exc)
     engine = _compiled.CompiledEngine(
-        pat_str="", ranks=ranks, ids=ranks, decoder=decoder, cache_entries=cache_entries,
+        pat_str="", ranks=ranks, ids=ids, decoder=decoder, cache_entries=cache_entries,
         stages=stages,
     )
     return engine, f"{engine.path}, {len(patterns)} Split stage(s)"

@@ -194,14 +194,15 @@ class TestFallback:
         assert "whole segments" in ours.engine_path
 
 
-HF_STYLES = ["llama3", "qwen2-nfc", "gpt-neox"]
+HF_STYLES = ["llama3", "qwen2-nfc", "gpt-neox", "ids-not-in-merge-order"]
 
 
 @functools.cache
 def hf_style_json(style: str) -> bytes:
     """A tokenizer.json in a family's style over cl100k's first 3,000 ranks (a rank table
     closed under BPE, so a real merge list) with two specials: Llama 3's Split(Regex) +
-    ByteLevel, Qwen 2's with its NFC normalizer, GPT-NeoX's ByteLevel(use_regex) alone."""
+    ByteLevel, Qwen 2's with its NFC normalizer, GPT-NeoX's ByteLevel(use_regex) alone, and
+    Llama 3's with ids that do not follow the merge order (ranks then come from the merges)."""
     from tokend.core.engine.builtins import get_encoding
     from tokend.core.formats.hf_bpe import hf_tokenizer_dict
 
@@ -211,6 +212,11 @@ def hf_style_json(style: str) -> bytes:
                             special_tokens={"<|begin_of_text|>": 3000, "<|eot|>": 3001})
     if style == "qwen2-nfc":
         raw["normalizer"] = {"type": "NFC"}
+    if style == "ids-not-in-merge-order":  # merged tokens numbered backwards
+        vocab = raw["model"]["vocab"]
+        for token, token_id in list(vocab.items()):
+            if 256 <= token_id < 3000:
+                vocab[token] = 256 + 2999 - token_id
     if style == "gpt-neox":
         raw["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
                                 "trim_offsets": True, "use_regex": True}
