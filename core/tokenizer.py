@@ -135,6 +135,17 @@ class NormalizedEncoding:
         return self.encoding.cache_info()
 
 
+def engine_path(tokenizer: object) -> str:
+    """Which engine path a loaded tokenizer runs on, for people (`tokend registry show`,
+    ``GET /tokenizers/{ref}``): ``compiled scanner`` (a hand-written one), ``compiled general
+    pattern`` (pattern_compiler), ``regex fallback: <why>``, ``pure-Python engine (...)`` or
+    ``pure-Python pipeline[: <why>]``; a normalizer run first is named before it."""
+    if isinstance(tokenizer, NormalizedEncoding):
+        return f"{tokenizer.form} normalizer, then {engine_path(tokenizer.encoding)}"
+    path = getattr(tokenizer, "engine_path", None)
+    return path if isinstance(path, str) else "pure-Python pipeline"
+
+
 def build_tokenizer(data: TokenizerData, *, cache_entries: int | None = None) -> Tokenizer:
     """The tokenizer a registry version (or built-in) holds, fully loaded.
 

@@ -18,7 +18,7 @@ from typing import Any
 from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.errors import TokendError, UnknownTokenizer
 from tokend.core.registry import Registry, ResolvedRef
-from tokend.core.tokenizer import Tokenizer
+from tokend.core.tokenizer import Tokenizer, engine_path
 from tokend.server import metrics
 from tokend.server.logs import log_event
 
@@ -84,7 +84,8 @@ class Tokenizers:
             encoding = self._build(resolved)
             with self._lock:
                 encoding = self._encodings.setdefault(canonical, encoding)
-            log_event("tokenizer_loaded", ref=canonical, n_vocab=encoding.n_vocab)
+            log_event("tokenizer_loaded", ref=canonical, n_vocab=encoding.n_vocab,
+                      engine=engine_path(encoding))
         return Served(canonical, resolved, encoding)
 
     def _build(self, resolved: ResolvedRef) -> Tokenizer:

@@ -134,6 +134,8 @@ class TestRegistryCLI:
         table = ok("list", registry=reg)
         assert table.splitlines()[0].split() == ["NAME", "LATEST", "VERSIONS", "ALIASES", "KIND"]
         assert ok_json("show", "gpt-4o", registry=reg)["ref"] == "o200k_base"
+        assert ok_json("show", "o200k_base", registry=reg)["engine"] in (
+            "compiled scanner", "pure-Python engine (regex module, safe-point chunks)")
         assert "built-in" in refused("delete", "o200k_base", registry=reg)
         assert "built-in" in refused("delete", "gpt-4o", registry=reg)
 

@@ -57,6 +57,12 @@ class Engine(Protocol):
         """``"compiled"`` or ``"python"``."""
         ...
 
+    @property
+    def path(self) -> str:
+        """Which pretokenizer runs, for people: ``compiled scanner``, ``compiled general
+        pattern``, ``regex fallback: <reason>``, ``pure-Python engine (...)``."""
+        ...
+
     def encode(self, text: str) -> list[int]:
         """The ids of ``text``."""
         ...

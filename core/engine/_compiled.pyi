@@ -4,9 +4,11 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from tokend.core.engine.cache import CacheInfo
+from tokend.core.engine.pattern_compiler import CompiledPatterns
 
 class CompiledEngine:
     name: Literal["compiled"]
+    path: str
     def __init__(
         self,
         *,
@@ -15,6 +17,7 @@ class CompiledEngine:
         ids: Mapping[bytes, int],
         decoder: Mapping[int, bytes],
         cache_entries: int,
+        stages: CompiledPatterns | None = None,
         blocks: bool = True,
     ) -> None: ...
     def encode(self, text: str) -> list[int]: ...
@@ -43,6 +46,20 @@ class PretokenCounter:
     def __len__(self) -> int: ...
     def add(self, text: str) -> int: ...
     def to_dict(self) -> dict[bytes, int]: ...
+
+# The general scanner (_general.pxi); built from pattern_compiler.CompiledPatterns.as_tuple().
+class GeneralScanner:
+    chunkable: bool
+    def __init__(
+        self,
+        programs: list[tuple[list[tuple[int, int, int, int, int, int]], int]],
+        split_mode: bool,
+        stage1: bytes,
+        stage2: bytes,
+        chunkable: bool,
+    ) -> None: ...
+    def pieces(self, text: str) -> list[str]: ...
+    def match_end(self, text: str, pos: int = 0, stage: int = 0) -> int: ...
 
 # The Unigram lattice (_unigram.pxi); twin: tokend.core.pipeline.lattice.PyUnigramLattice.
 class UnigramLattice:

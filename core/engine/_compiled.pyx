@@ -29,12 +29,14 @@ from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from tokend.core.engine.cache import CacheInfo
 from tokend.core.errors import UnknownTokenId
+from tokend.core.engine.pattern_compiler import findall_scanner
 from tokend.core.engine.pretokenize import SCANNER_KINDS, compile_pattern
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
 
 include "_pretok.pxi"
+include "_general.pxi"
 include "_unigram.pxi"
 include "_wordcache.pxi"
 
@@ -719,24 +721,43 @@ cdef class CompiledEngine:
     cdef _BlockCache cache
     cdef WordCache words
     cdef readonly str name
-    cdef int kind  # the compiled scanner of a named pattern, or -1: a custom pattern
-    cdef object findall  # the regex pretokenizer, for patterns without the safe-point proof
+    cdef int kind  # the compiled scanner of a named pattern, PAT_GENERAL, or -1: regex
+    cdef object findall  # the regex pretokenizer, for patterns the compiler cannot take
+    cdef GeneralScanner general  # a compiled pattern (kind PAT_GENERAL), else None
+    cdef const GSet* gset
+    cdef bint cut  # whether blocks are cut at safe points (and cached)
+    cdef readonly str path  # which pretokenizer runs, for `tokend registry show`
     cdef list ints  # id -> the int object put into output lists (shared, not made per id)
     cdef unsigned char* dec_data
     cdef int64_t* dec_off  # id -> start in dec_data; dec_len[id] < 0 for no such id
     cdef int32_t* dec_len
     cdef Py_ssize_t dec_n
 
-    def __cinit__(
-        self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries, bint blocks=True
-    ):
+    def __cinit__(self, *, str pat_str, ranks, ids, decoder, Py_ssize_t cache_entries,
+                  stages=None, bint blocks=True):
+        """``stages``: a ``pattern_compiler.CompiledPatterns`` to pretokenize with instead of
+        ``pat_str`` (HF Split stages); ``blocks=False`` turns the block cache off (benchmarks)."""
         self.name = "compiled"
         self._build_table(ranks, ids)
         self._build_decoder(decoder)
         self.ints = list(range(self.dec_n))
-        # The named patterns have both the safe-point proof and a scanner; custom ones neither.
-        self.kind = SCANNER_KINDS.get(pat_str, -1)
+        # The named patterns have both the safe-point proof and a hand-written scanner; other
+        # patterns go through the compiler, and the regex module if it refuses them.
+        self.kind = SCANNER_KINDS.get(pat_str, -1) if stages is None else -1
         self.findall = compile_pattern(pat_str)
+        self.cut = True
+        self.path = "compiled scanner"
+        if self.kind < 0:
+            if stages is None:
+                stages, reason = findall_scanner(pat_str)
+                self.path = f"regex fallback: {reason}"
+            if stages is not None:
+                self.general = GeneralScanner(*stages.as_tuple(), stages.chunkable)
+                self.gset = self.general.ptr()
+                self.kind = PAT_GENERAL
+                self.cut = stages.chunkable
+                self.path = "compiled general pattern" + (
+                    "" if self.cut else f" (whole segments: {stages.chunk_reason})")
         # A block holds ~60 ids on prose, so an "entry" budget of cache_entries chunks (the
         # Python engine's unit) would be ~60x the memory: blocks get cache_entries / 8 entries
         # and 64 bytes of text + ids per chunk-entry (16 MiB at the default 262,144).
@@ -955,13 +976,14 @@ cdef class CompiledEngine:
                 raise MemoryError()
             # 1. cut and look up (GIL held)
             while start < n:
-                end = _block_end(s, start, n)
+                end = _block_end(s, start, n) if self.cut else n
                 b = &blocks[nblocks]
                 nblocks += 1
                 b.start = start
                 b.end = end
                 b.hit = False
-                b.cacheable = end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0
+                b.cacheable = (
+                    self.cut and end - start <= MAX_CACHED_BLOCK and self.cache.max_entries > 0)
                 if b.cacheable:
                     b.hash = _hash(s + start, end - start) | 1
                     b.hit = self.cache.lookup(
@@ -1050,6 +1072,15 @@ cdef class CompiledEngine:
             _word_cache_give(&self.words)
         return got if got < 0 else 0
 
+    cdef inline Py_ssize_t _pretoken_end(
+        self, GState* st, const unsigned char* s, Py_ssize_t pos, Py_ssize_t n
+    ) noexcept nogil:
+        """The end of the pretoken at s[pos] (the one dispatch over the scanners); a span is
+        scanned from pos 0 in order, which is what the general scanner's stages need."""
+        if self.kind == PAT_GENERAL:
+            return gs_next(self.gset, st, s, pos, n)
+        return pretoken_end(self.kind, s, pos, n)
+
     cdef Py_ssize_t _encode_span(
         self, const unsigned char* s, Py_ssize_t n, Py_ssize_t readable, int32_t* out,
         bint cached,
@@ -1071,9 +1102,10 @@ cdef class CompiledEngine:
         cdef int hit_n[SPAN_BATCH]  # a hit's number of ids; -1: a miss
         cdef WordEntry* e
         cdef Py_ssize_t start
+        cdef GState st  # the general scanner's stage pieces (reset at pos 0: a span's start)
         if not cached:
             while pos < n:
-                m = pretoken_end(self.kind, s, pos, n) - pos
+                m = self._pretoken_end(&st, s, pos, n) - pos
                 got = _encode_pretoken(&self.table, s + pos, m, out + used)
                 if got < 0:
                     return got
@@ -1087,7 +1119,7 @@ cdef class CompiledEngine:
             count = 0
             start = pos
             while pos < n and count < SPAN_BATCH:
-                ends[count] = pos = pretoken_end(self.kind, s, pos, n)
+                ends[count] = pos = self._pretoken_end(&st, s, pos, n)
                 count += 1
             pos = start
             for k in range(count):

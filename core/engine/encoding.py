@@ -239,6 +239,11 @@ class Encoding:
         return self._engine.cache_info()
 
     @property
+    def engine_path(self) -> str:
+        """Which pretokenizer this encoding runs on (see ``Engine.path``)."""
+        return self._engine.path
+
+    @property
     def engine(self) -> EngineName:
         """Which engine encodes for this encoding: ``"compiled"`` or ``"python"``."""
         return self._engine.name

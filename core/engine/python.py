@@ -89,6 +89,9 @@ class PythonEngine:
         self._ids = ids  # token bytes -> output id
         self._findall = compile_pattern(pat_str)
         self._chunkable = is_chunkable(pat_str)
+        # which pretokenizer runs (`tokend registry show`): here always the regex module
+        self.path = "pure-Python engine (regex module" + (
+            ", safe-point chunks)" if self._chunkable else ", whole segments)")
         self._findall_ascii = compile_ascii_pattern(pat_str)
         self._token_ids = _token_table(ids)  # token text -> (id,)
         # id -> bytes as a list indexed by id (None in gaps): indexing beats hashing in decode

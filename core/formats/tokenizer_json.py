@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES
 from tokend.core.errors import CorruptData, InvalidInput
+from tokend.core.formats.hf_compiled import compiled_segment_engine
 from tokend.core.pipeline import decoders, models, normalizers, post_processors, pre_tokenizers
 from tokend.core.pipeline.added_tokens import AddedToken
 from tokend.core.pipeline.tokenizer import PipelineTokenizer
@@ -121,7 +123,7 @@ def tokenizer_from_json(
     kwargs: dict[str, Any] = {}
     if cache_entries is not None:
         kwargs["cache_entries"] = cache_entries
-    return PipelineTokenizer(
+    tokenizer = PipelineTokenizer(
         name,
         model=model,
         normalizer=normalizer,
@@ -131,6 +133,14 @@ def tokenizer_from_json(
         added_tokens=added,
         **kwargs,
     )
+    # Byte-level BPE whose pre-tokenizer is Split stages runs on the compiled engine.
+    engine, path = compiled_segment_engine(
+        raw, cache_entries=DEFAULT_CACHE_ENTRIES if cache_entries is None else cache_entries)
+    if engine is not None:
+        tokenizer.use_segment_engine(engine, path)
+    else:
+        tokenizer.engine_path = f"pure-Python pipeline: {path}"
+    return tokenizer
 
 
 def load_tokenizer_json(

@@ -13,7 +13,7 @@ from typing import Any
 
 from tokend.core.engine.builtins import builtin_n_vocab
 from tokend.core.errors import TokendError
-from tokend.core.tokenizer import Tokenizer
+from tokend.core.tokenizer import Tokenizer, engine_path
 from tokend.server.app.fields import with_field
 from tokend.server.tokenizers import Tokenizers
 
@@ -42,6 +42,9 @@ class TokenizerManifest:
     created_at: str
     versions: list[int] = field(default_factory=list)
     aliases: dict[str, int] = field(default_factory=dict)
+    # which engine path the loaded version runs on (core.tokenizer.engine_path); a version not
+    # loaded yet is not loaded for this
+    engine: str = ""
 
 
 def list_tokenizers(tokenizers: Tokenizers) -> list[TokenizerSummary]:
@@ -92,7 +95,9 @@ def get_tokenizer(tokenizers: Tokenizers, ref: str) -> TokenizerManifest:
             if info.name == resolved.name:
                 versions.extend(info.versions)
                 aliases.update(info.aliases)
+    loaded = tokenizers.loaded().get(resolved.ref)
     return TokenizerManifest(
+        engine=engine_path(loaded) if loaded is not None else "not loaded yet",
         name=resolved.name,
         version=resolved.version or 0,
         ref=resolved.ref,

@@ -164,7 +164,7 @@ def manifest_json(m: TokenizerManifest) -> dict[str, Any]:
         "name": m.name, "version": m.version, "ref": m.ref, "builtin": m.builtin,
         "vocab_size": m.vocab_size, "pattern": m.pattern, "special_tokens": m.special_tokens,
         "sha256": m.sha256, "training_json": m.training_json, "created_at": m.created_at,
-        "versions": m.versions, "aliases": m.aliases,
+        "versions": m.versions, "aliases": m.aliases, "engine": m.engine,
     }}
 
 

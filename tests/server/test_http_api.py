@@ -163,6 +163,14 @@ class TestOtherCalls:
         assert (one["ref"], one["vocab_size"], one["special_tokens"]) == \
             (manifest.ref, manifest.vocab_size, dict(manifest.special_tokens))
 
+    def test_get_tokenizer_says_which_engine_path_a_loaded_version_runs_on(
+        self, http_server: HttpServed
+    ) -> None:
+        """A served version's engine path (compiled scanner, general pattern, fallback...)."""
+        call(http_server.base, "POST", "/count", {"tokenizer": "r50k_base", "texts": ["a"]})
+        got = call(http_server.base, "GET", "/tokenizers/r50k_base").body["manifest"]
+        assert got["engine"] == "compiled scanner" or got["engine"].startswith("pure-Python")
+
     def test_health_request_id_and_page(self, http_server: HttpServed) -> None:
         """/health serves; an x-request-id is echoed; / is the page, its assets served."""
         assert call(http_server.base, "GET", "/health").body == {"status": "serving"}

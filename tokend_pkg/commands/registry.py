@@ -29,7 +29,7 @@ from tokend.core.formats.interop import (
 from tokend.core.registry import Registry, check_location
 from tokend.core.registry.export import export_version
 from tokend.core.registry.manifest import pattern_name
-from tokend.core.tokenizer import NORMALIZER_FORMS
+from tokend.core.tokenizer import NORMALIZER_FORMS, engine_path
 from tokend.server.config import default_registry_dir, registry_location
 
 Handler = Callable[[Registry, argparse.Namespace], int]
@@ -235,6 +235,7 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
         entry = next(i for i in registry.list() if i.name == resolved.name)
         info["versions"] = list(entry.versions)
         info["aliases"] = entry.aliases
+    info["engine"] = _engine_line(registry, resolved.ref)
     if args.json:
         _print_json(info)
         return 0
@@ -245,6 +246,7 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
         ("kind", "built-in (read-only)" if resolved.builtin else "registry"),
         ("n_vocab", str(manifest.get("n_vocab"))),
         ("pattern", pattern_name(pattern) or pattern),
+        ("engine", info["engine"]),
         ("special tokens", ", ".join(f"{t}={i}" for t, i in specials.items()) or "-"),
     ]
     if not resolved.builtin:
@@ -264,6 +266,15 @@ def _show(registry: Registry, args: argparse.Namespace) -> int:
     for key, value in lines:
         print(f"{key.ljust(width)}  {value}")
     return 0
+
+
+def _engine_line(registry: Registry, ref: str) -> str:
+    """The engine path the version runs on (it is loaded for this: verified, tables built)."""
+    try:
+        _, tokenizer = registry.load(ref)
+    except TokendError as exc:
+        return f"cannot load: {exc}"
+    return engine_path(tokenizer)
 
 
 def _chat_summary(chat: Any) -> str:

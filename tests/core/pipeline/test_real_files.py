@@ -145,3 +145,49 @@ class TestTekkenEngines:
         assert ours.engine == each_engine
         for sample in [text, *SAMPLES.values(), "\n".join(SAMPLES.values())]:
             assert ours.encode(sample, disallowed_special=()) == reference(sample), sample
+
+
+ADVERSARIAL = [
+    " " * 300 + "a", "a" + " " * 257 + "\n" * 3 + " b", "1" * 1000, "١٢٣٤" * 50 + "x",
+    "12345678901234567890 3.14159", "中文字" * 200, "一龥ぁゟ゠ヿ" * 30, "🙂" * 300,
+    "👍🏽\u200d" * 50, "\u0301" * 100 + "a\u0301\u0300", " \u0301", "'S'LL'Ve 'sx",
+    "aΑа中ひ🙂1١ \n", "\t\r\n \x0b\x0c\x85\u2028", "Ünïcödé Ωμέγα café naïve e\u0301",
+    "def f(x):\n    return x  # c\n\n\n", "!!!???...,,,", "$100.00 + €5 = ¥",
+]
+
+
+@functools.cache
+def bytelevel_on(name: str, engine: str) -> Any:
+    """A byte-level tokenizer.json loaded while ``engine`` is the default (one per engine)."""
+    return load_tokenizer_json(real_file(name).read_bytes(), name=f"{name}-{engine}")
+
+
+class TestByteLevelEngines:
+    """DeepSeek's Split chain runs on the compiled engine (general scanner, Split stages) or,
+    with the pure-Python engine, on the pipeline; both give HF's ids."""
+
+    def test_the_engine_path_is_recorded(self, each_engine: str) -> None:
+        ours = bytelevel_on("deepseek.json", each_engine)
+        if each_engine == "compiled":
+            assert ours.engine_path.startswith("compiled general pattern, 3 Split stage(s)")
+        else:
+            assert ours.engine_path.startswith("pure-Python pipeline")
+
+    def check(self, engine: str, texts: list[str]) -> None:
+        ours = bytelevel_on("deepseek.json", engine)
+        _, ordinary, _ = hf_pair("deepseek.json")
+        splitting = SPLITTING["deepseek.json"]
+        for text in texts:
+            assert ours.encode_ordinary(text) == ordinary(text), text
+            assert ours.encode(text, allowed_special="all") == splitting(text), text
+            assert ours.count(text, disallowed_special=()) == len(ordinary(text)), text
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(text=random_text)
+    def test_random_unicode_matches_hf(self, each_engine: str, text: str) -> None:
+        self.check(each_engine, [text, f"<｜begin▁of▁sentence｜>{text} 12345"])
+
+    def test_samples_and_adversarial_runs_match_hf(self, each_engine: str) -> None:
+        """Long runs of spaces, digits, CJK, emoji, lone marks, mixed scripts; 200 KB mixed."""
+        texts = [*SAMPLES.values(), "\n".join(SAMPLES.values()), *ADVERSARIAL]
+        self.check(each_engine, [*texts, "".join(texts) * 20])
