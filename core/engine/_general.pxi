@@ -16,7 +16,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 cdef enum:
-    # opcodes (pattern_compiler.OP_*)
+    # opcodes (pattern_syntax.OP_*)
     GOP_CLS = 0     # one character of mask
     GOP_RUNG = 1    # lo..hi characters of mask, greedy (hi < 0: unbounded)
     GOP_RUNP = 2    # the same, possessive

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 
 from tokend.core.engine import Engine, EngineName, make_engine
 from tokend.core.engine.cache import DEFAULT_CACHE_ENTRIES, CacheInfo
+from tokend.core.engine.decoding import Decoding
 from tokend.core.engine.pretokenize import is_chunkable, last_safe_point
 from tokend.core.engine.python import flatten
 from tokend.core.engine.special_tokens import (
@@ -28,7 +29,7 @@ from tokend.core.engine.special_tokens import (
 )
 from tokend.core.engine.vocab_merges import tables_from_vocab_merges
 from tokend.core.engine.wire import uint32_buffer, varints
-from tokend.core.errors import InvalidInput, UnknownTokenId
+from tokend.core.errors import InvalidInput
 from tokend.core.patterns import GPT2_PATTERN
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 ITERABLE_FLUSH_CHARS = 1 << 16
 
 
-class Encoding:
+class Encoding(Decoding):
     """A byte-level BPE encoding with tiktoken's interface and exactly tiktoken's ids."""
 
     def __init__(
@@ -407,68 +408,6 @@ class Encoding:
                 return special
             raise KeyError(text_or_bytes)
         return token
-
-    # ------------------------------------------------------------------------------- decoding
-
-    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
-        """The bytes of ``tokens`` concatenated; an unknown id raises UnknownTokenId."""
-        if not isinstance(tokens, list | tuple):
-            tokens = list(tokens)
-        return self._engine.decode_bytes(tokens)
-
-    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
-        """Decode to text; invalid UTF-8 is replaced by default (tiktoken's lossy default)."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
-
-    def decode_single_token_bytes(self, token: int) -> bytes:
-        """The bytes of one token (special tokens included)."""
-        try:
-            return self._decoder[token]
-        except (KeyError, TypeError):
-            raise UnknownTokenId(token, self.n_vocab) from None
-
-    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
-        """The bytes of each token, for visualising a tokenization."""
-        return [self.decode_single_token_bytes(token) for token in tokens]
-
-    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
-        """Decode and give each token's character offset, as tiktoken defines it.
-
-        The offset is the index of the first character holding bytes of the token; a token
-        that starts with a UTF-8 continuation byte belongs to the character before it.
-        Raises UnicodeDecodeError if the tokens do not decode to valid UTF-8 (like tiktoken).
-
-        >>> from tokend.core.engine.builtins import get_encoding
-        >>> get_encoding("gpt2").decode_with_offsets([31373, 995])
-        ('hello world', [0, 5])
-        """
-        token_bytes = self.decode_tokens_bytes(tokens)
-        text_len = 0
-        offsets: list[int] = []
-        for token in token_bytes:
-            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
-            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
-        text = b"".join(token_bytes).decode("utf-8", errors="strict")
-        return text, offsets
-
-    def decode_batch(
-        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
-    ) -> list[str]:
-        """Decode several token lists (in a thread pool of ``num_threads``, like tiktoken)."""
-        decoder = functools.partial(self.decode, errors=errors)
-        if len(batch) <= 1 or num_threads <= 1:
-            return [decoder(tokens) for tokens in batch]
-        with ThreadPoolExecutor(num_threads) as pool:
-            return list(pool.map(decoder, batch))
-
-    def decode_bytes_batch(
-        self, batch: Sequence[Sequence[int]], *, num_threads: int = 8
-    ) -> list[bytes]:
-        """The bytes of several token lists (in a thread pool of ``num_threads``)."""
-        if len(batch) <= 1 or num_threads <= 1:
-            return [self.decode_bytes(tokens) for tokens in batch]
-        with ThreadPoolExecutor(num_threads) as pool:
-            return list(pool.map(self.decode_bytes, batch))
 
     # ------------------------------------------------------------------------------ internals
 

@@ -27,367 +27,37 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass
 
-import regex
-
-# Instruction opcodes (the OP_* enum of _general.pxi).
-OP_CLS, OP_RUNG, OP_RUNP, OP_SPLIT, OP_JMP, OP_NLA, OP_PLA = 0, 1, 2, 3, 4, 5, 6
-OP_DOLLAR, OP_EOS, OP_EOL, OP_MATCH = 7, 8, 9, 10
-MAX_CLASSES = 64  # equivalence classes: one bit each in a uint64 mask
-MAX_INSTRUCTIONS = 256  # GS_MAX_INST in _general.pxi (the backtrack stack is this deep)
-MAX_STAGES = 8  # GS_MAX_STAGES
-INF = -1  # an unbounded repeat's maximum
-
-
-class Unsupported(ValueError):
-    """The pattern uses a construct outside the compiled subset (the message says which)."""
-
-
-# -- syntax tree ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cls:
-    key: str  # a regex atom matching exactly one character, e.g. r"\p{L}", "(?i:s)"
-
-
-@dataclass(frozen=True)
-class Rep:
-    node: Node
-    lo: int
-    hi: int  # INF: unbounded
-    possessive: bool
-
-
-@dataclass(frozen=True)
-class Seq:
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Alt:
-    options: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Look:
-    negative: bool
-    cls: Cls
-
-
-@dataclass(frozen=True)
-class Anchor:
-    kind: int  # OP_DOLLAR, OP_EOS or OP_EOL
-
-
-Node = Union[Cls, Rep, Seq, Alt, Look, Anchor]  # noqa: UP007 - dataclass forward references
-
-_SIMPLE_ESCAPES = set("sSdDwW")
-_LITERAL_ESCAPES = set("afnrtv\\.^$|?*+()[]{}-/ '\"#&~<>=!:,@%`;_")
-
-
-class _Parser:
-    def __init__(self, pattern: str) -> None:
-        self.p = pattern
-        self.i = 0
-
-    def fail(self, what: str) -> Unsupported:
-        return Unsupported(f"{what} at offset {self.i} of the pattern")
-
-    def parse(self) -> Node:
-        node = self.alt(False)
-        if self.i != len(self.p):
-            raise self.fail("unbalanced ')'")
-        return node
-
-    def alt(self, ci: bool) -> Node:
-        options = [self.seq(ci)]
-        while self.i < len(self.p) and self.p[self.i] == "|":
-            self.i += 1
-            options.append(self.seq(ci))
-        if len(options) == 1:
-            return options[0]
-        if all(isinstance(o, Cls) for o in options):
-            # one character from any of them: one class (tiktoken's narrowed [^...]|[...])
-            return Cls("(?:" + "|".join(o.key for o in options) + ")")  # type: ignore[union-attr]
-        return Alt(tuple(options))
-
-    def seq(self, ci: bool) -> Node:
-        items: list[Node] = []
-        while self.i < len(self.p) and self.p[self.i] not in "|)":
-            atom = self.atom(ci)
-            items.append(self.quantified(atom))
-        if len(items) == 2 and isinstance(items[0], Look) and isinstance(items[1], Cls):
-            # (?!X)Y: one character of Y that is not an X -- a class too
-            look, body = items[0], items[1]
-            sign = "!" if look.negative else "="
-            return Cls(f"(?:(?{sign}{look.cls.key}){body.key})")
-        return items[0] if len(items) == 1 else Seq(tuple(items))
-
-    def quantified(self, atom: Node) -> Node:
-        p = self.p
-        if self.i >= len(p):
-            return atom
-        c = p[self.i]
-        bounds: tuple[int, int] | None = None
-        if c in "?*+":
-            bounds = {"?": (0, 1), "*": (0, INF), "+": (1, INF)}[c]
-            self.i += 1
-        elif c == "{":
-            m = regex.match(r"\{(\d*)(,?)(\d*)\}", p[self.i:])
-            if m and (m.group(1) or m.group(3)):
-                lo = int(m.group(1) or 0)
-                hi = (int(m.group(3)) if m.group(3) else INF) if m.group(2) else lo
-                bounds = (lo, hi)
-                self.i += m.end()
-        if bounds is None:
-            return atom
-        possessive = False
-        if self.i < len(p) and p[self.i] == "?":
-            raise self.fail("lazy quantifier")
-        if self.i < len(p) and p[self.i] == "+":
-            possessive = True
-            self.i += 1
-        if isinstance(atom, (Look, Anchor)):
-            raise self.fail("quantified look-around or anchor")
-        if self.i < len(p) and p[self.i] in "?*+{":
-            raise self.fail("nested quantifier")
-        return Rep(atom, bounds[0], bounds[1], possessive)
-
-    def cls(self, text: str, ci: bool) -> Cls:
-        return Cls(f"(?i:{text})" if ci else text)
-
-    def atom(self, ci: bool) -> Node:
-        p, i = self.p, self.i
-        c = p[i]
-        if c == "(":
-            return self.group(ci)
-        if c == "[":
-            from tokend.core.formats.oniguruma import _atom_end  # noqa: PLC0415
-
-            end = _atom_end(p, i)
-            self.i = end
-            return self.cls(p[i:end], ci)
-        if c == "\\":
-            return self.escape(ci)
-        if c == ".":
-            self.i += 1
-            return Cls(".")
-        if c == "$":
-            self.i += 1
-            return Anchor(OP_DOLLAR)
-        if c == "^":
-            raise self.fail("'^' anchor")
-        if c in "*+?":
-            raise self.fail(f"quantifier {c!r} with nothing to repeat")
-        self.i += 1
-        return self.cls(regex.escape(c), ci)
-
-    def escape(self, ci: bool) -> Node:
-        p, i = self.p, self.i
-        if i + 1 >= len(p):
-            raise self.fail("trailing backslash")
-        e = p[i + 1]
-        if e in "pP":
-            if i + 2 < len(p) and p[i + 2] == "{":
-                end = p.find("}", i)
-                if end < 0:
-                    raise self.fail("unclosed \\p{")
-                self.i = end + 1
-            else:
-                self.i = i + 3
-            return self.cls(p[i:self.i], ci)
-        if e in _SIMPLE_ESCAPES:
-            self.i = i + 2
-            return Cls(p[i:i + 2])
-        if e == "Z":
-            self.i = i + 2
-            return Anchor(OP_EOS)
-        widths = {"x": 2, "u": 4, "U": 8}
-        if e in widths:
-            end = i + 2 + widths[e]
-            if p[i + 2:i + 3] == "{":
-                end = p.find("}", i) + 1
-            self.i = end
-            return self.cls(p[i:end], ci)
-        if e == "N" and p[i + 2:i + 3] == "{":
-            self.i = p.find("}", i) + 1
-            return self.cls(p[i:self.i], ci)
-        if e in _LITERAL_ESCAPES or not e.isalnum():
-            self.i = i + 2
-            return self.cls(p[i:i + 2], ci)
-        raise self.fail(f"escape \\{e}")
-
-    def group(self, ci: bool) -> Node:
-        p = self.p
-        rest = p[self.i:]
-        for prefix, flag_ci in (("(?:", ci), ("(?i:", True), ("(?-i:", False)):
-            if rest.startswith(prefix):
-                self.i += len(prefix)
-                return self.close(self.alt(flag_ci))
-        if rest.startswith("(?m:$)"):
-            self.i += 6
-            return Anchor(OP_EOL)
-        if rest.startswith(("(?!", "(?=")):
-            negative = rest[2] == "!"
-            self.i += 3
-            body = self.close(self.alt(ci))
-            if not isinstance(body, Cls):
-                raise self.fail("look-ahead of more than one character class")
-            return Look(negative, body)
-        if rest.startswith("(?>"):
-            self.i += 3
-            body = self.close(self.alt(ci))
-            if isinstance(body, Rep) and isinstance(body.node, Cls):
-                return Rep(body.node, body.lo, body.hi, True)
-            if isinstance(body, Cls):
-                return body
-            raise self.fail("atomic group over more than a repeated class")
-        named = regex.match(r"\(\?P?<[A-Za-z_]\w*>", rest)
-        if named:
-            self.i += named.end()
-            return self.close(self.alt(ci))
-        if rest.startswith("(?"):
-            raise self.fail(f"group {rest[:4]!r}")
-        self.i += 1
-        return self.close(self.alt(ci))
-
-    def close(self, node: Node) -> Node:
-        if self.i >= len(self.p) or self.p[self.i] != ")":
-            raise self.fail("unclosed group")
-        self.i += 1
-        return node
-
-
-def parse(pattern: str) -> Node:
-    """The syntax tree of ``pattern``; :class:`Unsupported` outside the subset.
-
-    >>> parse(r"a+|\\s")
-    Alt(options=(Rep(node=Cls(key='a'), lo=1, hi=-1, possessive=False), Cls(key='\\\\s')))
-    """
-    try:
-        regex.compile(pattern)
-    except regex.error as exc:
-        raise Unsupported(f"regex cannot compile it ({exc})") from None
-    return _Parser(pattern).parse()
-
-
-# -- character classes ---------------------------------------------------------------------
-
-# Every code point a str can hold in UTF-8 (no surrogates), in order, for probing classes.
-_ALL_TEXT: str | None = None
-
-
-def _all_text() -> str:
-    global _ALL_TEXT  # noqa: PLW0603 - built once, ~1.1M characters
-    if _ALL_TEXT is None:
-        _ALL_TEXT = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
-    return _ALL_TEXT
-
-
-def _release_all_text() -> None:
-    """Drop the probe string (~4 MB) once a compile is done; class_ranges keeps its results."""
-    global _ALL_TEXT  # noqa: PLW0603
-    _ALL_TEXT = None
-
-
-def _index_to_cp(i: int) -> int:
-    return i if i < 0xD800 else i + 0x800
-
-
-@functools.lru_cache(maxsize=256)
-def class_ranges(key: str) -> tuple[tuple[int, int], ...]:
-    """The code-point ranges ``[lo, hi)`` the one-character atom ``key`` matches, by ``regex``."""
-    out: list[tuple[int, int]] = []
-    for m in regex.finditer(f"(?:{key})+", _all_text()):
-        lo, hi = m.span()
-        # a run never straddles the surrogate gap: split it where the index jumps
-        if lo < 0xD800 < hi:
-            out += [(lo, 0xD800), (0xE000, _index_to_cp(hi - 1) + 1)]
-        else:
-            out.append((_index_to_cp(lo), _index_to_cp(hi - 1) + 1))
-    return tuple(out)
-
-
-# str.isspace (the engine's safe-point test), as code-point ranges [lo, hi).
-_ISSPACE = (
-    (0x09, 0x0E), (0x1C, 0x21), (0x85, 0x86), (0xA0, 0xA1), (0x1680, 0x1681), (0x2000, 0x200B),
-    (0x2028, 0x202A), (0x202F, 0x2030), (0x205F, 0x2060), (0x3000, 0x3001),
+from tokend.core.engine.pattern_classes import (
+    Partition,
+    class_keys,
+    partition,
+    release_probe_text,
+)
+from tokend.core.engine.pattern_syntax import (
+    INF,
+    OP_CLS,
+    OP_JMP,
+    OP_MATCH,
+    OP_NLA,
+    OP_PLA,
+    OP_RUNG,
+    OP_RUNP,
+    OP_SPLIT,
+    Alt,
+    Anchor,
+    Cls,
+    Look,
+    Node,
+    Rep,
+    Seq,
+    Unsupported,
+    parse,
 )
 
-
-@dataclass
-class Partition:
-    """Code points grouped by which classes hold them: ``eq_of(cp)`` and a mask per class."""
-
-    keys: list[str]
-    masks: dict[str, int] = field(default_factory=dict)  # class key -> bits of its eq classes
-    n_eq: int = 0
-    stage1: bytes = b""  # cp >> 8 -> block number (uint16 little-endian)
-    stage2: bytes = b""  # block * 256 + (cp & 255) -> eq class
-    isspace_mask: int = 0  # eq classes whose code points are all str.isspace
-    space_mask: int = 0  # the eq class of U+0020 alone
-
-
-def partition(keys: list[str]) -> Partition:
-    """Group all code points by their membership in ``keys`` (plus str.isspace and U+0020,
-    which the safe-point check needs); :class:`Unsupported` past 64 groups. Eq class 0 holds
-    the surrogates and nothing else."""
-    sets: list[tuple[tuple[int, int], ...]] = [class_ranges(k) for k in keys]
-    sets.append(_ISSPACE)
-    sets.append(((0x20, 0x21),))
-    # subtle: every code point a str can hold, so that eq class 0 is the surrogates alone
-    # (never in UTF-8 text) and "every class" below means every real character.
-    sets.append(((0, 0xD800), (0xE000, 0x110000)))
-    table = bytearray(0x110000)  # cp -> membership signature index (built below)
-    # sweep: every boundary of every class; between two, membership is constant
-    events: dict[int, list[tuple[int, int]]] = {}
-    for bit, ranges in enumerate(sets):
-        for lo, hi in ranges:
-            events.setdefault(lo, []).append((bit, 1))
-            events.setdefault(hi, []).append((bit, -1))
-    signature = 0
-    sig_ids: dict[int, int] = {0: 0}
-    points = sorted(events)
-    for k, at in enumerate(points):
-        for bit, delta in events[at]:
-            signature += delta << bit
-        end = points[k + 1] if k + 1 < len(points) else 0x110000
-        eq = sig_ids.setdefault(signature, len(sig_ids))
-        if eq >= MAX_CLASSES:
-            raise Unsupported(f"more than {MAX_CLASSES} distinct character groups")
-        if eq:
-            table[at:end] = bytes([eq]) * (end - at)
-    part = Partition(keys, n_eq=len(sig_ids))
-    for bit, key in enumerate(keys):
-        part.masks[key] = sum(1 << eq for sig, eq in sig_ids.items() if sig >> bit & 1)
-    n = len(keys)
-    part.isspace_mask = sum(1 << eq for sig, eq in sig_ids.items() if sig >> n & 1)
-    part.space_mask = sum(1 << eq for sig, eq in sig_ids.items() if sig >> (n + 1) & 1)
-    blocks: dict[bytes, int] = {}
-    stage1 = bytearray()
-    for b in range(0x1100):
-        block = bytes(table[b << 8:(b + 1) << 8])
-        number = blocks.setdefault(block, len(blocks))
-        stage1 += number.to_bytes(2, "little")
-    part.stage1 = bytes(stage1)
-    part.stage2 = b"".join(blocks)
-    return part
-
-
-def _classes(node: Node, out: list[str]) -> None:
-    if isinstance(node, Cls):
-        if node.key not in out:
-            out.append(node.key)
-    elif isinstance(node, Rep):
-        _classes(node.node, out)
-    elif isinstance(node, (Seq, Alt)):
-        for child in node.items if isinstance(node, Seq) else node.options:
-            _classes(child, out)
-    elif isinstance(node, Look):
-        _classes(node.cls, out)
+MAX_INSTRUCTIONS = 256  # GS_MAX_INST in _general.pxi (the backtrack stack is this deep)
+MAX_STAGES = 8  # GS_MAX_STAGES
 
 
 # -- analysis ------------------------------------------------------------------------------
@@ -651,11 +321,11 @@ def compile_patterns(patterns: list[str], *, split_mode: bool) -> CompiledPatter
             raise Unsupported(f"pattern {p!r:.60} can match the empty string")
     keys: list[str] = []
     for tree in trees:
-        _classes(tree, keys)
+        class_keys(tree, keys)
     try:
         part = partition(keys)
     finally:
-        _release_all_text()
+        release_probe_text()
     full = (1 << part.n_eq) - 2  # eq class 0: surrogates
     programs = []
     for p, tree in zip(patterns, trees, strict=True):

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from tokend.core.engine import _compiled, default_engine
-from tokend.core.engine.pattern_compiler import Unsupported, compile_patterns
+from tokend.core.engine.pattern_compiler import compile_patterns
+from tokend.core.engine.pattern_syntax import Unsupported
 from tokend.core.errors import CorruptData, InvalidInput
 from tokend.core.formats import unicode_to_bytes
 from tokend.core.formats.hf_bpe import (

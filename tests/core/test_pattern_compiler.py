@@ -23,11 +23,8 @@ from hypothesis import strategies as st
 
 from tokend.core.engine import _compiled
 from tokend.core.engine.encoding import Encoding
-from tokend.core.engine.pattern_compiler import (
-    Unsupported,
-    compile_patterns,
-    findall_scanner,
-)
+from tokend.core.engine.pattern_compiler import compile_patterns, findall_scanner
+from tokend.core.engine.pattern_syntax import Unsupported
 from tokend.core.engine.pretokenize import R50K_PATTERN, TIKTOKEN_COMPATIBLE
 from tokend.core.formats.hf_bpe import HF_BYTELEVEL_PATTERN
 from tokend.core.formats.oniguruma import from_oniguruma
