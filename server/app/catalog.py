@@ -1,7 +1,8 @@
 """ListTokenizers and GetTokenizer: what the registry holds, as plain data.
 
 Listing loads nothing that is not loaded yet (a built-in's size comes from its table, a
-version's from its manifest); a corrupt version lists with size 0 and is reported by Get.
+version's from its manifest); a corrupt version lists with size 0 and is reported by Get. Get
+loads the version to say which engine path it runs on, the same answer from every worker.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from tokend.core.engine.builtins import builtin_n_vocab
 from tokend.core.errors import TokendError
 from tokend.core.tokenizer import Tokenizer, engine_path
-from tokend.server.app.fields import with_field
+from tokend.server.app.fields import bounded, with_field
 from tokend.server.tokenizers import Tokenizers
 
 
@@ -42,8 +43,7 @@ class TokenizerManifest:
     created_at: str
     versions: list[int] = field(default_factory=list)
     aliases: dict[str, int] = field(default_factory=dict)
-    # which engine path the loaded version runs on (core.tokenizer.engine_path); a version not
-    # loaded yet is not loaded for this
+    # which engine path the version runs on (core.tokenizer.engine_path), loading it if need be
     engine: str = ""
 
 
@@ -95,9 +95,8 @@ def get_tokenizer(tokenizers: Tokenizers, ref: str) -> TokenizerManifest:
             if info.name == resolved.name:
                 versions.extend(info.versions)
                 aliases.update(info.aliases)
-    loaded = tokenizers.loaded().get(resolved.ref)
     return TokenizerManifest(
-        engine=engine_path(loaded) if loaded is not None else "not loaded yet",
+        engine=_engine_path(tokenizers, resolved.ref),
         name=resolved.name,
         version=resolved.version or 0,
         ref=resolved.ref,
@@ -111,3 +110,13 @@ def get_tokenizer(tokenizers: Tokenizers, ref: str) -> TokenizerManifest:
         versions=versions,
         aliases=aliases,
     )
+
+
+def _engine_path(tokenizers: Tokenizers, ref: str) -> str:
+    """The engine path ``ref`` runs on. The version is loaded if this worker has not yet, so
+    that every worker answers the same (a worker's own table would say "not loaded" on one and
+    "compiled" on the other); a version that does not load says why."""
+    try:
+        return engine_path(tokenizers.get(ref).encoding)
+    except TokendError as exc:
+        return f"does not load: {bounded(str(exc))}"
